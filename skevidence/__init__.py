@@ -1,0 +1,24 @@
+"""skevidence: Bayesian model selection by the evidence, behind scikit-learn's API.
+
+The evidence :math:`\\log p(X \\mid m)` of each candidate model ``m`` is
+estimated by stochastic thermodynamic integration (:func:`sti_log_evidence`)
+or computed exactly where a closed form exists; estimators expose it as
+``log_evidence_`` and ``score``, and :class:`EvidenceGridSearch` picks the
+candidate of largest evidence.
+"""
+
+from .estimators import BayesianLinearRegression, EvidenceGridSearch, GaussianAdditiveModel
+from .evidence import EvidenceResult, exact_log_evidence, sti_log_evidence, temperature_ladder
+from .exceptions import SamplerDivergenceError
+
+__all__ = [
+    "BayesianLinearRegression",
+    "EvidenceGridSearch",
+    "EvidenceResult",
+    "GaussianAdditiveModel",
+    "SamplerDivergenceError",
+    "exact_log_evidence",
+    "sti_log_evidence",
+    "temperature_ladder",
+]
+__version__ = "0.1.0"

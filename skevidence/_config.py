@@ -1,0 +1,30 @@
+"""Numerical settings shared by the whole package, in one place.
+
+Every tolerance, floor and default that more than one module relies on lives
+here, so that a change of policy is a change of one line.
+"""
+
+__all__ = [
+    "DEFAULT_LADDER_POWER",
+    "MIN_BATCHES",
+    "PSGLD_ALPHA",
+    "PSGLD_SIGMA",
+    "STEP_DECAY",
+    "LADDER_ATOL",
+]
+
+#: Exponent ``c`` of the power ladder ``t_i = (i / T) ** c`` (Friel & Pettitt 2008).
+DEFAULT_LADDER_POWER = 5.0
+
+#: Default exponent ``b`` of the burn-in step-size schedule ``(a / k) ** b``.
+STEP_DECAY = 0.51
+
+#: pSGLD defaults of seed 001 (eq. 8-9): RMSprop decay and the diagonal floor.
+PSGLD_ALPHA = 0.99
+PSGLD_SIGMA = 1e-5
+
+#: Fewest batches the batch-means standard error is computed from.
+MIN_BATCHES = 10
+
+#: Tolerance on the end points of a user-supplied temperature ladder.
+LADDER_ATOL = 1e-12

@@ -1,0 +1,129 @@
+"""What every evidence-scored estimator shares: STI settings, fit bookkeeping, ``score``."""
+
+from numbers import Integral, Real
+
+import joblib
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted, check_X_y, validate_data
+
+from .._config import STEP_DECAY
+from ..evidence import exact_log_evidence, sti_log_evidence
+from ..evidence.sti import DEFAULT_BATCH_SIZE
+from ..samplers import Sampler
+
+__all__ = ["EvidenceEstimatorMixin"]
+
+#: Constraints of the STI settings, shared by every estimator that has them.
+STI_PARAMETER_CONSTRAINTS = {
+    "temperatures": [Interval(Integral, 1, None, closed="left"), "array-like"],
+    "ladder": [StrOptions({"power", "uniform"})],
+    "n_samples": [Interval(Integral, 2, None, closed="left")],
+    "n_burnin": [Interval(Integral, 0, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "sampler": [StrOptions({"sgld", "psgld"}), Sampler],
+    "step_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    "step_decay": [Interval(Real, 0, 1, closed="both")],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+#: Default STI settings of the estimators (see :func:`~skevidence.sti_log_evidence`).
+STI_DEFAULTS = dict(
+    temperatures=20,
+    ladder="power",
+    n_samples=3000,
+    n_burnin=1000,
+    batch_size=DEFAULT_BATCH_SIZE,
+    sampler="psgld",
+    step_size="auto",
+    step_decay=STEP_DECAY,
+)
+
+
+class EvidenceEstimatorMixin:
+    """Fit = estimate the evidence of the data; ``score`` = log-evidence.
+
+    Subclasses implement ``_make_model(n_features)`` (the
+    :class:`~skevidence.models.EvidenceModel` for the current parameters),
+    set ``_supervised``, and call :meth:`_fit_evidence` from ``fit``.
+    """
+
+    #: Whether ``fit`` takes a target ``y``.
+    _supervised = False
+
+    def _validate_fit_data(self, X, y, reset):
+        """Validate data; ``reset=None`` checks it without touching fitted state."""
+        kwargs = dict(dtype=np.float64, ensure_min_samples=1)
+        if self._supervised:
+            if reset is None:
+                return check_X_y(X, y, y_numeric=True, **kwargs)
+            return validate_data(self, X, y, reset=reset, y_numeric=True, **kwargs)
+        if reset is None:
+            return check_array(X, **kwargs), None
+        return validate_data(self, X, reset=reset, **kwargs), None
+
+    def _sti_params(self):
+        return {name: getattr(self, name) for name in STI_DEFAULTS} | {
+            "random_state": self.random_state,
+            "verbose": self.verbose,
+        }
+
+    def _evidence(self, model, X, y):
+        """Log-evidence of prepared ``(X, y)`` by ``self.method``."""
+        if self.method == "exact":
+            return exact_log_evidence(model, X, y)
+        return sti_log_evidence(model, X, y, **self._sti_params())
+
+    def _fit_evidence(self, X, y=None):
+        """Set ``result_``, ``log_evidence_``, ``log_evidence_std_`` for the fitted data."""
+        model = self._make_model(X.shape[1])
+        self.result_ = self._evidence(model, X, y)
+        self.log_evidence_ = self.result_.log_evidence
+        self.log_evidence_std_ = self.result_.std_error
+        self._fitted_data_hash = joblib.hash((X, y))
+        return model
+
+    def score(self, X, y=None):
+        """Log-evidence :math:`\\log p(X)` of the given data under the model.
+
+        For the data the estimator was fitted on this is the cached
+        ``log_evidence_``; for other data the evidence is estimated anew with
+        the same settings and ``random_state``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,), default=None
+            Targets, for supervised models.
+
+        Returns
+        -------
+        log_evidence : float
+        """
+        check_is_fitted(self)
+        X, y = self._validate_fit_data(X, y, reset=False)
+        if joblib.hash((X, y)) == self._fitted_data_hash:
+            return self.log_evidence_
+        return self._evidence(self._make_model(X.shape[1]), X, y).log_evidence
+
+    def exact_log_evidence(self, X, y=None):
+        """Closed-form log-evidence of ``X`` (and ``y``) under the current parameters.
+
+        Needs no fit; it is what ``method="exact"`` computes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,), default=None
+            Targets, for supervised models.
+
+        Returns
+        -------
+        log_evidence : float
+        """
+        X, y = self._validate_fit_data(X, y, reset=None)
+        model = self._make_model(X.shape[1])
+        return model.exact_log_evidence(X) if y is None else model.exact_log_evidence(X, y)

@@ -1,0 +1,321 @@
+"""Model selection by the evidence: every candidate fitted on all the data."""
+
+import numbers
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy.special import softmax
+from sklearn.base import clone
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import ParameterGrid
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import indexable
+
+from .._random import seed_sequence
+
+__all__ = ["EvidenceGridSearch", "evidence_of"]
+
+
+def evidence_of(estimator):
+    """``(log_evidence_, log_evidence_std_)`` of a fitted estimator, or ``None``.
+
+    Looks through a :class:`~sklearn.pipeline.Pipeline` to its last step and
+    through a fitted search to its ``best_estimator_``.
+    """
+    while True:
+        if hasattr(estimator, "log_evidence_"):
+            return estimator.log_evidence_, getattr(estimator, "log_evidence_std_", np.nan)
+        if hasattr(estimator, "steps"):
+            estimator = estimator.steps[-1][1]
+        elif hasattr(estimator, "best_estimator_"):
+            estimator = estimator.best_estimator_
+        else:
+            return None
+
+
+def _fit_and_evaluate(estimator, X, y, fit_params, error_score):
+    """Fit one candidate on all the data; return its evidence and timings."""
+    start = time.perf_counter()
+    try:
+        estimator.fit(X, y, **fit_params)
+    except Exception as exc:
+        if error_score == "raise":
+            raise
+        return dict(
+            log_evidence=error_score,
+            std=np.nan,
+            fit_time=time.perf_counter() - start,
+            score_time=0.0,
+            error=f"{type(exc).__name__}: {exc}",
+            estimator=None,
+        )
+    fit_time = time.perf_counter() - start
+    start = time.perf_counter()
+    found = evidence_of(estimator)
+    if found is None:
+        # Not an evidence estimator we know: trust its score to be a log-evidence.
+        found = (estimator.score(X, y), np.nan)
+    log_evidence, std = (float(v) for v in found)
+    return dict(
+        log_evidence=log_evidence,
+        std=std,
+        fit_time=fit_time,
+        score_time=time.perf_counter() - start,
+        error="",
+        estimator=estimator,
+    )
+
+
+def _set_seeds(estimator, seed):
+    """Give every ``random_state`` parameter (nested ones too) the same int seed."""
+    names = [k for k in estimator.get_params(deep=True) if k == "random_state" or k.endswith("__random_state")]
+    return estimator.set_params(**{name: seed for name in names})
+
+
+class EvidenceGridSearch(BaseSearchCV):
+    """Exhaustive search over parameter values, scored by the log-evidence.
+
+    Every candidate is fitted on **all** the data and scored by its
+    log-evidence :math:`\\log p(X \\mid m)` (its ``log_evidence_``, or its
+    ``score`` when it has none): the evidence already trades fit against
+    complexity, so no validation split is needed. The best candidate is the
+    one of largest evidence; ``cv_results_`` also holds the standard errors
+    of the estimates and the posterior probability of each candidate under a
+    uniform prior over the grid.
+
+    Read more in the :ref:`User Guide <search>`.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        An estimator whose ``score`` is a log-evidence (every skevidence
+        estimator, or a :class:`~sklearn.pipeline.Pipeline` ending in one).
+    param_grid : dict or list of dicts
+        Parameter names (``step__param`` inside a pipeline) mapped to lists of
+        values, as in :class:`~sklearn.model_selection.GridSearchCV`.
+    n_jobs : int, default=None
+        Number of candidates fitted in parallel (joblib, through
+        :mod:`sklearn.utils.parallel`). ``None`` means 1, ``-1`` all cores.
+        Results do not depend on it.
+    refit : bool, default=True
+        Keep the best candidate as ``best_estimator_`` (already fitted on all
+        the data, so nothing is fitted again) and expose ``predict``,
+        ``transform``, ``score``... through it.
+    error_score : "raise" or float, default=np.nan
+        Value recorded for a candidate whose fit fails; a warning names the
+        candidate and its error, and the other candidates are kept. With
+        ``"raise"`` the error propagates.
+    verbose : int, default=0
+        ``>= 1`` prints one line per finished candidate.
+    pre_dispatch : int or str, default="2*n_jobs"
+        Number of candidates dispatched ahead (see :class:`joblib.Parallel`).
+
+    Attributes
+    ----------
+    cv_results_ : dict of numpy (masked) ndarrays
+        One entry per candidate: ``params``, ``param_<name>``,
+        ``mean_test_score`` (the log-evidence), ``std_log_evidence`` (its
+        standard error), ``rank_test_score``, ``model_probability`` (softmax
+        of the log-evidences of the successful candidates),
+        ``mean_fit_time``, ``std_fit_time``, ``mean_score_time``,
+        ``std_score_time``, and ``error`` (empty, or the failure's message).
+    best_index_ : int
+        Index of the best candidate in ``cv_results_``.
+    best_params_ : dict
+        Its parameters.
+    best_score_ : float
+        Its log-evidence.
+    best_estimator_ : estimator
+        The best candidate, fitted on all the data (with ``refit=True``).
+    refit_time_ : float
+        0.0: the best candidate is kept from the search, not refitted.
+    scorer_ : callable
+        The estimator's own ``score``.
+    n_splits_ : int
+        Always 1: every candidate sees all the data.
+    multimetric_ : bool
+        Always False.
+
+    See Also
+    --------
+    sklearn.model_selection.GridSearchCV : The cross-validated counterpart.
+
+    Notes
+    -----
+    Every candidate gets the same integer seed, derived once from the
+    estimator's ``random_state`` (common random numbers make differences of
+    log-evidences more precise than the evidences themselves), so results are
+    identical for any ``n_jobs``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skevidence import EvidenceGridSearch, GaussianAdditiveModel
+    >>> X = np.random.default_rng(0).normal(10.0, 1.0, size=(500, 1))
+    >>> search = EvidenceGridSearch(
+    ...     GaussianAdditiveModel(prior_mean=5.0, prior_var=0.5, method="exact"),
+    ...     {"n_components": [1, 2, 3, 4]},
+    ... ).fit(X)
+    >>> search.best_params_
+    {'n_components': 2}
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "score"])],
+        "param_grid": [dict, list],
+        "n_jobs": [numbers.Integral, None],
+        "refit": ["boolean"],
+        "error_score": [StrOptions({"raise"}), numbers.Real],
+        "verbose": ["verbose"],
+        "pre_dispatch": [numbers.Integral, str],
+    }
+
+    # BaseSearchCV reads these; a search by the evidence has no split and one score.
+    scoring = None
+    cv = None
+    return_train_score = False
+
+    def __init__(
+        self,
+        estimator,
+        param_grid,
+        *,
+        n_jobs=None,
+        refit=True,
+        error_score=np.nan,
+        verbose=0,
+        pre_dispatch="2*n_jobs",
+    ):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.n_jobs = n_jobs
+        self.refit = refit
+        self.error_score = error_score
+        self.verbose = verbose
+        self.pre_dispatch = pre_dispatch
+
+    def _run_search(self, evaluate_candidates, *, callback_ctx=None):
+        """Evaluate every candidate of ``param_grid``."""
+        evaluate_candidates(ParameterGrid(self.param_grid))
+
+    def _candidate_seed(self):
+        random_state = self.estimator.get_params().get("random_state")
+        if isinstance(random_state, numbers.Integral):
+            return int(random_state)
+        return int(seed_sequence(random_state).generate_state(1)[0] & 0x7FFFFFFF)
+
+    def fit(self, X, y=None, **fit_params):
+        """Fit every candidate on all of ``X`` and rank them by log-evidence.
+
+        Parameters
+        ----------
+        X : array-like
+            Data, passed to each candidate's ``fit`` as is.
+        y : array-like, default=None
+            Targets, for supervised estimators.
+        **fit_params : dict
+            Passed to each candidate's ``fit``.
+
+        Returns
+        -------
+        self : object
+            Fitted search.
+        """
+        self._validate_params()
+        X, y = indexable(X, y)
+        base = clone(self.estimator)
+        seed = self._candidate_seed()
+        has_seed = "random_state" in base.get_params(deep=True) or any(
+            k.endswith("__random_state") for k in base.get_params(deep=True)
+        )
+        all_params, all_out = [], []
+
+        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch) as parallel:
+
+            def evaluate_candidates(candidate_params, more_results=None, callback_ctx=None):
+                candidate_params = list(candidate_params)
+                if not candidate_params:
+                    raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
+                out = parallel(
+                    delayed(_fit_and_evaluate)(
+                        _set_seeds(clone(base).set_params(**params), seed) if has_seed else clone(base).set_params(**params),
+                        X,
+                        y,
+                        fit_params,
+                        self.error_score,
+                    )
+                    for params in candidate_params
+                )
+                for params, res in zip(candidate_params, out):
+                    self._report(len(all_params) + 1, params, res)
+                    if res["error"]:
+                        warnings.warn(
+                            f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
+                            UserWarning,
+                            stacklevel=2,
+                        )
+                    all_params.append(params)
+                    all_out.append(res)
+                self.cv_results_ = self._format_evidence_results(all_params, all_out)
+                return self.cv_results_
+
+            self._run_search(evaluate_candidates)
+
+        results = self.cv_results_
+        if all(o["error"] for o in all_out):
+            raise ValueError(
+                "Every candidate failed to fit; the first error was: " + all_out[0]["error"]
+            )
+        self.best_index_ = int(results["rank_test_score"].argmin())
+        self.best_params_ = results["params"][self.best_index_]
+        self.best_score_ = float(results["mean_test_score"][self.best_index_])
+        if self.refit:
+            self.best_estimator_ = all_out[self.best_index_]["estimator"]
+            self.refit_time_ = 0.0
+        self.scorer_ = check_scoring(self.estimator)
+        self.multimetric_ = False
+        self.n_splits_ = 1
+        return self
+
+    def _report(self, index, params, res):
+        if not self.verbose:
+            return
+        if res["error"]:
+            text = f"failed ({res['error']})"
+        else:
+            text = f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}"
+        print(f"[EvidenceGridSearch] candidate {index} {params}: {text} ({res['fit_time']:.2f} s)", flush=True)
+
+    @staticmethod
+    def _format_evidence_results(candidate_params, out):
+        n = len(candidate_params)
+        scores = np.array([o["log_evidence"] for o in out], dtype=np.float64)
+        results = {"params": candidate_params}
+        for name in sorted({k for p in candidate_params for k in p}):
+            column = np.ma.MaskedArray(np.empty(n, dtype=object), mask=True)
+            for i, params in enumerate(candidate_params):
+                if name in params:
+                    column[i] = params[name]
+            results[f"param_{name}"] = column
+        for key in ("fit_time", "score_time"):
+            results[f"mean_{key}"] = np.array([o[key] for o in out])
+            results[f"std_{key}"] = np.zeros(n)
+        results["mean_test_score"] = scores
+        results["std_test_score"] = np.zeros(n)
+        results["std_log_evidence"] = np.array([o["std"] for o in out], dtype=np.float64)
+        finite = np.isfinite(scores)
+        # Rank 1 = largest evidence; failed candidates share the last rank.
+        order = np.where(finite, -scores, np.inf)
+        results["rank_test_score"] = (
+            np.searchsorted(np.sort(order), order, side="left") + 1
+        ).astype(np.int32)
+        probs = np.zeros(n)
+        if finite.any():
+            probs[finite] = softmax(scores[finite])
+        results["model_probability"] = probs
+        results["error"] = np.array([o["error"] for o in out], dtype=object)
+        return results

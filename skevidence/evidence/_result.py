@@ -1,0 +1,95 @@
+"""The immutable record every evidence method returns."""
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+__all__ = ["EvidenceResult"]
+
+
+def _frozen(array):
+    array = np.array(array, dtype=np.float64)
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True, repr=False)
+class EvidenceResult:
+    r"""A log-evidence estimate with its uncertainty and how it was obtained.
+
+    Attributes
+    ----------
+    log_evidence : float
+        The estimate of :math:`\log p(x)`.
+    std_error : float
+        Its Monte-Carlo standard error. For STI this propagates the
+        autocorrelation-corrected variance of each temperature's mean through
+        the trapezoid weights; it does **not** cover the bias from the finite
+        ladder and the step size (seed 000, Theorem 1).
+    method : str
+        ``"sti"``, ``"exact"``, ...
+    temperatures : ndarray of shape (n_temperatures,)
+        The ladder :math:`0 = t_0 < \dots < t_T = 1` (empty for methods without one).
+    expected_log_likelihood : ndarray of shape (n_temperatures,)
+        :math:`\hat E_{p_t}[\log p(x|\theta)]` at each temperature.
+    expected_log_likelihood_std : ndarray of shape (n_temperatures,)
+        Standard error of each of those means.
+    n_likelihood_evaluations : int
+        Number of per-datum likelihood evaluations spent.
+    wall_time : float
+        Seconds the estimate took.
+    diagnostics : mapping
+        Sampler diagnostics (read-only), e.g. ``"step_size"``,
+        ``"autocorr_time"`` and ``"effective_sample_size"`` per temperature.
+    """
+
+    log_evidence: float
+    std_error: float
+    method: str
+    temperatures: np.ndarray = field(default_factory=lambda: _frozen([]))
+    expected_log_likelihood: np.ndarray = field(default_factory=lambda: _frozen([]))
+    expected_log_likelihood_std: np.ndarray = field(default_factory=lambda: _frozen([]))
+    n_likelihood_evaluations: int = 0
+    wall_time: float = 0.0
+    diagnostics: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "log_evidence", float(self.log_evidence))
+        set_(self, "std_error", float(self.std_error))
+        for name in ("temperatures", "expected_log_likelihood", "expected_log_likelihood_std"):
+            set_(self, name, _frozen(getattr(self, name)))
+        set_(self, "n_likelihood_evaluations", int(self.n_likelihood_evaluations))
+        set_(self, "wall_time", float(self.wall_time))
+        diagnostics = {
+            k: _frozen(v) if isinstance(v, np.ndarray) else v for k, v in dict(self.diagnostics).items()
+        }
+        set_(self, "diagnostics", MappingProxyType(diagnostics))
+
+    def _text(self):
+        return f"log Z = {self.log_evidence:.6g} ± {self.std_error:.3g}"
+
+    def summary(self):
+        """Print ``log Z = x ± y`` with how it was obtained, and return the text."""
+        lines = [f"{self._text()}  ({self.method})"]
+        if self.temperatures.size:
+            lines.append(f"  temperatures: {self.temperatures.size}")
+        lines.append(f"  likelihood evaluations: {self.n_likelihood_evaluations:,}")
+        lines.append(f"  wall time: {self.wall_time:.3g} s")
+        text = "\n".join(lines)
+        print(text)
+        return text
+
+    def __repr__(self):
+        return f"EvidenceResult({self._text()}, method={self.method!r})"
+
+    def __reduce__(self):
+        # MappingProxyType does not pickle; rebuild from plain values.
+        state = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        state["diagnostics"] = dict(self.diagnostics)
+        return (_rebuild, (state,))
+
+
+def _rebuild(state):
+    return EvidenceResult(**state)

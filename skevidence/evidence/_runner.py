@@ -1,0 +1,137 @@
+"""Chain runners: one SG-MCMC chain at one temperature.
+
+A runner is the seam between the STI driver and a model. The driver only
+calls ``initial_state(rng)`` once and ``run(state, temperature, ...)`` once per
+temperature, passing the returned state on (the warm start). The generic
+:class:`GradientChainRunner` below drives a Python-level sampler through a
+model's :meth:`~skevidence.models.EvidenceModel.log_likelihood_and_grad`;
+factorisation models plug in fused numba runners with the same two methods.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..exceptions import SamplerDivergenceError
+from ..samplers import mirror
+
+__all__ = ["ChainTrace", "GradientChainRunner", "Minibatches"]
+
+
+class ChainTrace(NamedTuple):
+    """What one chain at one temperature reports back to the driver."""
+
+    #: Kept log-likelihood estimates ``(N / N_s) * sum_{n in S_k} log p(x_n | theta_k)``.
+    log_likelihood: np.ndarray
+    #: Per-datum likelihood evaluations spent by the chain.
+    n_likelihood_evaluations: int
+    #: Step size in force for the kept samples (NaN for exact prior draws).
+    step_size: float
+
+
+class Minibatches:
+    """Row indices of minibatches of a fixed size, drawn without replacement.
+
+    Each epoch is a fresh random permutation cut into consecutive batches, so
+    every batch is a simple random sample of the rows (which keeps the
+    log-likelihood estimate unbiased) and every row is visited once per epoch.
+    Rows left over at the end of a permutation wait for the next epoch.
+    With a batch as large as the data, ``next()`` returns ``None``: use all rows.
+    """
+
+    def __init__(self, n_data, batch_size, rng):
+        self.n_data, self.batch_size, self.rng = n_data, batch_size, rng
+        self._perm, self._pos = None, n_data
+
+    def next(self):
+        if self.batch_size >= self.n_data:
+            return None
+        if self._pos + self.batch_size > self.n_data:
+            self._perm, self._pos = self.rng.permutation(self.n_data), 0
+        idx = self._perm[self._pos : self._pos + self.batch_size]
+        self._pos += self.batch_size
+        return idx
+
+
+def _divergence(sampler, temperature, k, step_size, schedule):
+    return SamplerDivergenceError(
+        f"The {sampler.name} chain at temperature t={temperature:.4g} diverged "
+        f"(non-finite state) at iteration {k}, with step size {step_size:.3g}. "
+        f"Lower step_size (now a={schedule.a:.3g}), e.g. by a factor of 10.",
+        temperature=temperature,
+        iteration=k,
+        step_size=step_size,
+    )
+
+
+class GradientChainRunner:
+    """Run a :class:`~skevidence.samplers.Sampler` chain on minibatches of rows.
+
+    Parameters
+    ----------
+    model : EvidenceModel
+        The model, through its gradient interface.
+    X, y : ndarray
+        Data prepared by ``model.prepare_data``.
+    sampler : Sampler
+        The update rule.
+    batch_size : int
+        Minibatch size :math:`N_s`.
+    """
+
+    def __init__(self, model, X, y, *, sampler, batch_size):
+        self.model, self.X, self.y = model, X, y
+        self.sampler = sampler
+        self.n_data = model.n_data(X, y)
+        self.batch_size = min(int(batch_size), self.n_data)
+
+    def initial_state(self, rng):
+        theta = np.array(self.model.initial_params(rng), dtype=np.float64).reshape(-1)
+        return mirror(theta, self.model.nonnegative)
+
+    def _rows(self, idx):
+        if idx is None:
+            return self.X, self.y
+        return self.X[idx], (None if self.y is None else self.y[idx])
+
+    def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
+        """Run one chain at ``temperature`` from ``state``; see the module docstring."""
+        model, sampler = self.model, self.sampler
+        n_kept = n_samples - n_burnin
+        scale = self.n_data / self.batch_size
+        batches = Minibatches(self.n_data, self.batch_size, rng)
+
+        if temperature == 0.0 and model.exact_prior_sampling:
+            # At t = 0 the target is the prior: exact independent draws.
+            draws = np.asarray(model.sample_prior(rng, size=n_kept), dtype=np.float64)
+            kept = np.array(
+                [scale * model.log_likelihood(theta, *self._rows(batches.next())).sum() for theta in draws]
+            )
+            if not np.all(np.isfinite(kept)):
+                raise ValueError(
+                    "The log-likelihood is not finite at some prior draws; check that "
+                    "the data are valid for the model."
+                )
+            return draws[-1].copy(), ChainTrace(kept, n_kept * self.batch_size, np.nan)
+
+        theta = np.array(state, dtype=np.float64)
+        sampler_state = sampler.init_state(theta)
+        kept = np.empty(n_kept)
+        step_size = schedule(1)
+        for k in range(1, n_samples + 1):
+            Xb, yb = self._rows(batches.next())
+            log_lik, lik_grad = model.log_likelihood_and_grad(theta, Xb, yb)
+            if k == n_burnin + 1:
+                sampler.end_burnin(sampler_state)
+            if k > n_burnin:
+                kept[k - n_burnin - 1] = scale * log_lik.sum()
+            step_size = schedule(k)
+            grad = (temperature * scale) * lik_grad + model.grad_log_prior(theta)
+            mean_lik_grad = (temperature / self.batch_size) * lik_grad
+            theta = sampler.step(theta, grad, mean_lik_grad, step_size, rng, sampler_state)
+            theta = mirror(theta, model.nonnegative)
+            if not np.isfinite(theta).all():
+                raise _divergence(sampler, temperature, k, step_size, schedule)
+        if not np.isfinite(kept).all():
+            raise _divergence(sampler, temperature, n_samples, step_size, schedule)
+        return theta, ChainTrace(kept, n_samples * self.batch_size, step_size)

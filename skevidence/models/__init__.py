@@ -1,0 +1,7 @@
+"""Models: the interface evidence methods use, and the models that ship with it."""
+
+from ._base import EvidenceModel
+from .gaussian_additive import GaussianAdditive
+from .linear_regression import LinearGaussian
+
+__all__ = ["EvidenceModel", "GaussianAdditive", "LinearGaussian"]

@@ -1,0 +1,132 @@
+"""The interface every model implements to have its evidence estimated."""
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+__all__ = ["EvidenceModel"]
+
+
+class EvidenceModel(ABC):
+    r"""A Bayesian model :math:`p(x \mid \theta)\, p(\theta)` with i.i.d. data.
+
+    This is the one interface between a model and the evidence methods. The
+    parameters :math:`\theta` are a flat float64 vector of length
+    :attr:`n_params`; the data are the rows of ``X`` (and of ``y`` when the
+    model is conditional), each row one datum :math:`x_n`.
+
+    To make a model of your own, subclass this and implement
+
+    - :meth:`log_likelihood_and_grad`: per-datum log-likelihoods of some rows
+      and the gradient of their sum;
+    - :meth:`log_prior` and :meth:`grad_log_prior`;
+    - :meth:`sample_prior` if the prior can be sampled exactly (then set
+      ``exact_prior_sampling = True``), otherwise :meth:`initial_params`;
+    - :attr:`nonnegative`, a boolean mask of the parameters constrained to be
+      non-negative (they are mirrored at zero by the samplers), or ``None``.
+
+    Evidence methods only ever see a model through these methods; a model with
+    a faster way to run a whole chain (a fused numba kernel, say) overrides
+    :meth:`chain_runner`, the seam between the STI driver and the model.
+    """
+
+    #: Whether :meth:`sample_prior` draws exactly from the prior; if so, STI
+    #: uses exact prior draws at temperature zero instead of a chain.
+    exact_prior_sampling = False
+
+    #: Boolean mask of parameters constrained to be non-negative, or ``None``.
+    nonnegative = None
+
+    @property
+    @abstractmethod
+    def n_params(self):
+        """Number of scalar parameters, the length of ``theta``."""
+
+    def prepare_data(self, X, y=None):
+        """Return ``(X, y)`` in the form the other methods expect.
+
+        The default makes float64 C-contiguous arrays and checks that the
+        numbers of rows agree. Models override it to reshape their data.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if y is not None:
+            y = np.ascontiguousarray(y, dtype=np.float64)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"X has {X.shape[0]} rows but y has {y.shape[0]}; "
+                    "they must describe the same data points."
+                )
+        return X, y
+
+    def n_data(self, X, y=None):
+        """Number of i.i.d. data points ``N`` in prepared data."""
+        return X.shape[0]
+
+    def log_likelihood(self, theta, X, y=None):
+        """Per-datum log-likelihoods ``log p(x_n | theta)``, shape ``(n,)``."""
+        return self.log_likelihood_and_grad(theta, X, y)[0]
+
+    @abstractmethod
+    def log_likelihood_and_grad(self, theta, X, y=None):
+        """Per-datum log-likelihoods and the gradient of their sum.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_params,)
+            Parameters.
+        X : ndarray
+            Rows of the prepared data (a minibatch).
+        y : ndarray or None
+            Matching rows of the targets, for conditional models.
+
+        Returns
+        -------
+        log_lik : ndarray of shape (n_rows,)
+            ``log p(x_n | theta)`` for each row.
+        grad : ndarray of shape (n_params,)
+            ``sum_n grad_theta log p(x_n | theta)`` over the rows.
+        """
+
+    @abstractmethod
+    def log_prior(self, theta):
+        """Log prior density ``log p(theta)``."""
+
+    @abstractmethod
+    def grad_log_prior(self, theta):
+        """Gradient of :meth:`log_prior`, shape ``(n_params,)``."""
+
+    def sample_prior(self, rng, size=None):
+        """Exact draws from the prior.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Source of randomness.
+        size : int or None
+            Number of draws; ``None`` for a single draw of shape ``(n_params,)``.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_params,) or (size, n_params)
+        """
+        raise TypeError(
+            f"{type(self).__name__} cannot sample its prior exactly; override "
+            "sample_prior (and set exact_prior_sampling = True) or initial_params."
+        )
+
+    def initial_params(self, rng):
+        """Starting point of the first chain; a prior draw by default."""
+        return self.sample_prior(rng)
+
+    def chain_runner(self, X, y, *, sampler, batch_size):
+        """Return a model-specific chain runner, or ``None`` for the generic one.
+
+        This is the seam between the STI driver and a model. ``None`` (the
+        default) makes the driver use
+        :class:`~skevidence.evidence.GradientChainRunner`, which drives a
+        :mod:`~skevidence.samplers` sampler with minibatches of rows through
+        :meth:`log_likelihood_and_grad`. A model with a fused kernel (a whole
+        chain in one numba call) returns its own object with the same
+        ``initial_state`` and ``run`` methods; the driver does not change.
+        """
+        return None

@@ -1,0 +1,64 @@
+"""What every stochastic-gradient sampler provides."""
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+__all__ = ["Sampler", "mirror"]
+
+
+class Sampler(ABC):
+    r"""One update rule of stochastic-gradient MCMC.
+
+    A sampler is configuration only; the per-chain memory it needs (pSGLD's
+    preconditioner, SGHMC's momentum) lives in the ``state`` returned by
+    :meth:`init_state` and passed back to :meth:`step`, so one sampler object
+    can drive any number of chains.
+    """
+
+    #: Short name used in results and messages.
+    name = "sampler"
+
+    def init_state(self, theta):
+        """Per-chain memory for a chain starting at ``theta``."""
+        return None
+
+    def end_burnin(self, state):
+        """Called once when burn-in ends, before the first kept sample."""
+
+    @abstractmethod
+    def step(self, theta, grad, mean_lik_grad, step_size, rng, state):
+        r"""One update of ``theta``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_params,)
+            Current state (not modified).
+        grad : ndarray of shape (n_params,)
+            Minibatch estimate of the gradient of the log power posterior,
+            :math:`g = t\,(N/N_s)\sum_{n\in S}\nabla\log p(x_n|\theta) + \nabla\log p(\theta)`.
+        mean_lik_grad : ndarray of shape (n_params,)
+            :math:`\bar g = (t/N_s)\sum_{n\in S}\nabla\log p(x_n|\theta)`, the
+            tempered per-datum likelihood gradient (pSGLD's preconditioner uses it).
+        step_size : float
+            :math:`\epsilon` of this iteration.
+        rng : numpy.random.Generator
+            Source of the injected noise.
+        state : object
+            What :meth:`init_state` returned; updated in place.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_params,)
+            The new state.
+        """
+
+
+def mirror(theta, nonnegative):
+    """Reflect negative entries of the non-negative parameters at zero (seed 001)."""
+    if nonnegative is None:
+        return theta
+    if nonnegative is True:
+        return np.abs(theta)
+    theta[nonnegative] = np.abs(theta[nonnegative])
+    return theta

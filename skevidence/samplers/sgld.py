@@ -1,0 +1,20 @@
+"""Stochastic gradient Langevin dynamics (Welling & Teh 2011)."""
+
+import numpy as np
+
+from ._base import Sampler
+
+__all__ = ["SGLD"]
+
+
+class SGLD(Sampler):
+    r"""SGLD: :math:`\theta \leftarrow \theta + \epsilon g(\theta) + \mathcal{N}(0, 2\epsilon I)`."""
+
+    name = "sgld"
+
+    def step(self, theta, grad, mean_lik_grad, step_size, rng, state):
+        noise = rng.standard_normal(theta.shape)
+        return theta + step_size * grad + np.sqrt(2.0 * step_size) * noise
+
+    def __repr__(self):
+        return "SGLD()"
