@@ -11,6 +11,7 @@ __all__ = [
     "PSGLD_SIGMA",
     "STEP_DECAY",
     "LADDER_ATOL",
+    "REWEIGHT_MIN_ESS",
 ]
 
 #: Exponent ``c`` of the power ladder ``t_i = (i / T) ** c`` (Friel & Pettitt 2008).
@@ -28,3 +29,7 @@ MIN_BATCHES = 10
 
 #: Tolerance on the end points of a user-supplied temperature ladder.
 LADDER_ATOL = 1e-12
+
+#: Near t = 0, exact prior draws reweighted by ``p(x|theta)^t`` replace a chain
+#: while their effective sample size stays above this fraction of the draws.
+REWEIGHT_MIN_ESS = 0.5

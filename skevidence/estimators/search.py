@@ -51,6 +51,7 @@ def _fit_and_evaluate(estimator, X, y, fit_params, error_score):
             fit_time=time.perf_counter() - start,
             score_time=0.0,
             error=f"{type(exc).__name__}: {exc}",
+            exception=exc,
             estimator=None,
         )
     fit_time = time.perf_counter() - start
@@ -267,9 +268,10 @@ class EvidenceGridSearch(BaseSearchCV):
 
         results = self.cv_results_
         if all(o["error"] for o in all_out):
-            raise ValueError(
-                "Every candidate failed to fit; the first error was: " + all_out[0]["error"]
-            )
+            # Nothing to select: the first candidate's own error says what is wrong.
+            first = all_out[0]["exception"]
+            first.add_note(f"Every one of the {len(all_out)} candidates of EvidenceGridSearch failed.")
+            raise first
         self.best_index_ = int(results["rank_test_score"].argmin())
         self.best_params_ = results["params"][self.best_index_]
         self.best_score_ = float(results["mean_test_score"][self.best_index_])

@@ -27,6 +27,8 @@ class ChainTrace(NamedTuple):
     n_likelihood_evaluations: int
     #: Step size in force for the kept samples (NaN for exact prior draws).
     step_size: float
+    #: The kept states when they are exact independent prior draws, else ``None``.
+    prior_draws: np.ndarray | None = None
 
 
 class Minibatches:
@@ -112,8 +114,16 @@ class GradientChainRunner:
                     "The log-likelihood is not finite at some prior draws; check that "
                     "the data are valid for the model."
                 )
-            return draws[-1].copy(), ChainTrace(kept, n_kept * self.batch_size, np.nan)
+            trace = ChainTrace(kept, n_kept * self.batch_size, np.nan, draws)
+            return draws[-1].copy(), trace
 
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._run_chain(state, temperature, n_samples, n_burnin, schedule, batches, rng)
+
+    def _run_chain(self, state, temperature, n_samples, n_burnin, schedule, batches, rng):
+        model, sampler = self.model, self.sampler
+        n_kept = n_samples - n_burnin
+        scale = self.n_data / self.batch_size
         theta = np.array(state, dtype=np.float64)
         sampler_state = sampler.init_state(theta)
         kept = np.empty(n_kept)

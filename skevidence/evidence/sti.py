@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from .._config import PSGLD_SIGMA, STEP_DECAY
+from .._config import PSGLD_SIGMA, REWEIGHT_MIN_ESS, STEP_DECAY
 from .._progress import progress
 from .._random import seed_sequence
 from ..samplers import StepSizeSchedule, get_sampler
@@ -49,6 +49,24 @@ def prepare_finite_data(model, X, y):
     return X, y, n_data
 
 
+def _reweighted_prior(prior, temperature, rng):
+    """Expectation at ``temperature`` from exact prior draws, by importance weights.
+
+    Returns ``(mean, variance, state)`` or ``None`` once the weights
+    ``p(x|theta)^t`` have become too uneven (ESS below ``REWEIGHT_MIN_ESS``).
+    """
+    log_lik, draws = prior
+    log_w = temperature * log_lik
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    if 1.0 / (w @ w) < REWEIGHT_MIN_ESS * w.size:
+        return None
+    mean = w @ log_lik
+    # Delta-method variance of a self-normalised importance-sampling mean.
+    variance = (w**2) @ (log_lik - mean) ** 2
+    return mean, variance, draws[rng.choice(w.size, p=w)].copy()
+
+
 def _check_positive_int(name, value):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
@@ -87,7 +105,11 @@ def sti_log_evidence(
     expectation with a stochastic-gradient MCMC chain on minibatches and the
     integral with the trapezoid rule. Each chain starts where the previous
     temperature's ended; at :math:`t = 0` the prior is sampled exactly when the
-    model can.
+    model can, and at the lowest temperatures those exact draws, reweighted by
+    :math:`p(x|\theta)^t`, replace the chain for as long as their effective
+    sample size stays above half the draws: that is exactly where chains mix
+    worst (the target is barely narrower than the prior, while the gradient
+    signal already dominates its noise).
 
     Parameters
     ----------
@@ -188,6 +210,8 @@ def sti_log_evidence(
     streams = seed_sequence(random_state).spawn(ts.size + 1)
     state = runner.initial_state(np.random.default_rng(streams[0]))
 
+    prior = None  # (log-likelihoods, draws) of exact prior draws, while they serve
+    reweighted = np.zeros(ts.size, dtype=bool)
     means = np.empty(ts.size)
     variances = np.empty(ts.size)
     taus = np.empty(ts.size)
@@ -196,18 +220,22 @@ def sti_log_evidence(
     report = progress(ts.size, "STI", verbose)
     try:
         for i, t in enumerate(ts):
-            state, trace = runner.run(
-                state,
-                float(t),
-                n_samples=n_samples,
-                n_burnin=n_burnin,
-                schedule=schedule,
-                rng=np.random.default_rng(streams[i + 1]),
-            )
-            means[i] = trace.log_likelihood.mean()
-            variances[i], taus[i] = batch_means_variance(trace.log_likelihood)
-            step_sizes[i] = trace.step_size
-            n_evals += trace.n_likelihood_evaluations
+            rng = np.random.default_rng(streams[i + 1])
+            found = _reweighted_prior(prior, t, rng) if prior is not None and t > 0 else None
+            if found is not None:
+                means[i], variances[i], state = found
+                taus[i], step_sizes[i], reweighted[i] = 1.0, np.nan, True
+            else:
+                prior = None
+                state, trace = runner.run(
+                    state, float(t), n_samples=n_samples, n_burnin=n_burnin, schedule=schedule, rng=rng
+                )
+                means[i] = trace.log_likelihood.mean()
+                variances[i], taus[i] = batch_means_variance(trace.log_likelihood)
+                step_sizes[i] = trace.step_size
+                n_evals += trace.n_likelihood_evaluations
+                if trace.prior_draws is not None:
+                    prior = (trace.log_likelihood, trace.prior_draws)
             report.update(1, f"t={t:.3g} E[log p(x|θ)]={means[i]:.6g} ± {np.sqrt(variances[i]):.2g}")
     finally:
         report.close()
@@ -233,5 +261,6 @@ def sti_log_evidence(
             "step_size": step_sizes,
             "autocorr_time": taus,
             "effective_sample_size": n_kept / taus,
+            "reweighted_prior": reweighted,
         },
     )

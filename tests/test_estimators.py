@@ -1,0 +1,210 @@
+"""The estimators: scikit-learn's common checks, fit/score semantics, reproducibility, bad input."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skevidence import BayesianLinearRegression, EvidenceGridSearch, GaussianAdditiveModel
+
+# Small chains: the common checks test the API, not the accuracy.
+FAST = dict(temperatures=3, n_samples=60, n_burnin=20, batch_size=50)
+
+
+def _estimators():
+    return [
+        GaussianAdditiveModel(**FAST, random_state=0),
+        GaussianAdditiveModel(n_components=2, method="exact"),
+        BayesianLinearRegression(**FAST, random_state=0),
+        BayesianLinearRegression(method="exact", fit_intercept=False),
+        EvidenceGridSearch(GaussianAdditiveModel(**FAST, random_state=0), {"n_components": [1, 2]}),
+        EvidenceGridSearch(BayesianLinearRegression(method="exact"), {"noise_var": [0.5, 1.0]}),
+    ]
+
+
+@parametrize_with_checks(_estimators())
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def _blobs(seed=0, n=400):
+    return np.random.default_rng(seed).normal(6.0, 1.0, size=(n, 1))
+
+
+def test_fit_sets_evidence_attributes_and_score_is_cached():
+    X = _blobs()
+    est = GaussianAdditiveModel(2, prior_mean=3.0, **FAST, random_state=0).fit(X)
+    assert np.isfinite(est.log_evidence_) and est.log_evidence_std_ > 0
+    assert est.result_.log_evidence == est.log_evidence_
+    assert est.score(X) == est.log_evidence_
+    assert est.posterior_mean_.shape == (2,)
+    # New data: a new estimate, equal to a fresh fit on that data.
+    X2 = _blobs(seed=1)
+    assert est.score(X2) == clone(est).fit(X2).log_evidence_
+
+
+def test_method_exact_matches_exact_log_evidence():
+    X = _blobs()
+    est = GaussianAdditiveModel(3, prior_mean=2.0, prior_var=0.5, noise_var=1.5, method="exact").fit(X)
+    assert est.log_evidence_ == pytest.approx(est.exact_log_evidence(X))
+    assert est.log_evidence_std_ == 0.0
+    assert est.result_.method == "exact"
+
+
+def test_exact_log_evidence_needs_no_fit():
+    X = _blobs()
+    est = GaussianAdditiveModel(2)
+    est.exact_log_evidence(X)
+    assert not hasattr(est, "n_features_in_")
+
+
+def test_linear_regression_predicts_posterior_mean():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.3 + rng.normal(scale=0.5, size=500)
+    reg = BayesianLinearRegression(noise_var=0.25, method="exact").fit(X, y)
+    np.testing.assert_allclose(reg.coef_, [1.0, -2.0, 0.5], atol=0.05)
+    assert reg.intercept_ == pytest.approx(0.3, abs=0.05)
+    np.testing.assert_allclose(reg.predict(X), X @ reg.coef_ + reg.intercept_)
+    assert reg.score(X, y) == reg.log_evidence_ == pytest.approx(reg.exact_log_evidence(X, y))
+
+
+def test_refit_is_reproducible():
+    X = _blobs()
+    est = GaussianAdditiveModel(2, **FAST, random_state=7)
+    assert est.fit(X).log_evidence_ == clone(est).fit(X).log_evidence_ == est.fit(X).log_evidence_
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"prior_var": 0.0}, "prior_var"),
+        ({"noise_var": -1.0}, "noise_var"),
+        ({"n_components": 0}, "n_components"),
+        ({"method": "magic"}, "method"),
+        ({"temperatures": [0.2, 1.0]}, "start at 0 and end at 1"),
+        ({"temperatures": [0.0, 0.8, 0.5, 1.0]}, "strictly increasing"),
+        ({"n_samples": 50, "n_burnin": 50}, "n_burnin"),
+    ],
+)
+def test_bad_parameters_raise_value_error(params, match):
+    est = GaussianAdditiveModel(**{**FAST, **params})
+    with pytest.raises(ValueError, match=match):
+        est.fit(_blobs())
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        (np.array([[1.0], [np.nan]]), "NaN"),
+        (np.array([[1.0], [np.inf]]), "infinity"),
+        (np.empty((0, 1)), "0 sample"),
+        (np.ones(5), "2D array"),
+        (np.ones((2, 2, 2)), "dim"),
+    ],
+)
+def test_bad_data_raise_value_error(X, match):
+    with pytest.raises(ValueError, match=match):
+        GaussianAdditiveModel(**FAST).fit(X)
+
+
+def test_linear_regression_bad_targets():
+    X = np.ones((4, 2))
+    with pytest.raises(ValueError, match="NaN"):
+        BayesianLinearRegression(**FAST).fit(X, [1.0, np.nan, 2.0, 3.0])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        BayesianLinearRegression(**FAST).fit(X, [1.0, 2.0])
+
+
+# ---------------------------------------------------------------- search
+
+
+def test_search_picks_largest_evidence_and_reports_everything():
+    X = _blobs()
+    search = EvidenceGridSearch(
+        GaussianAdditiveModel(prior_mean=3.0, prior_var=0.3, method="exact"), {"n_components": [1, 2, 3]}
+    ).fit(X)
+    exact = [GaussianAdditiveModel(r, prior_mean=3.0, prior_var=0.3).exact_log_evidence(X) for r in (1, 2, 3)]
+    res = search.cv_results_
+    np.testing.assert_allclose(res["mean_test_score"], exact)
+    assert search.best_params_ == {"n_components": int(np.argmax(exact)) + 1}
+    assert search.best_score_ == pytest.approx(max(exact))
+    assert list(res["param_n_components"]) == [1, 2, 3]
+    assert sorted(res["rank_test_score"]) == [1, 2, 3]
+    assert res["rank_test_score"][search.best_index_] == 1
+    assert res["model_probability"].sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(res["model_probability"], np.exp(exact - np.logaddexp.reduce(exact)))
+    np.testing.assert_array_equal(res["std_log_evidence"], 0.0)
+    assert {"mean_fit_time", "std_fit_time", "mean_score_time", "std_score_time", "params", "error"} <= set(res)
+    assert search.best_estimator_.n_components == search.best_params_["n_components"]
+    assert search.score(X) == pytest.approx(search.best_score_)
+
+
+def test_search_results_identical_for_any_n_jobs():
+    X = _blobs(n=300)
+    est = GaussianAdditiveModel(prior_mean=3.0, **FAST, random_state=11)
+    grid = {"n_components": [1, 2, 3]}
+    one = EvidenceGridSearch(est, grid, n_jobs=1).fit(X).cv_results_
+    two = EvidenceGridSearch(est, grid, n_jobs=2).fit(X).cv_results_
+    np.testing.assert_array_equal(one["mean_test_score"], two["mean_test_score"])
+    np.testing.assert_array_equal(one["std_log_evidence"], two["std_log_evidence"])
+    # Each candidate equals a standalone fit with the same seed.
+    alone = clone(est).set_params(n_components=2).fit(X).log_evidence_
+    assert one["mean_test_score"][1] == alone
+
+
+def test_search_seed_from_random_state_instance_is_n_jobs_invariant():
+    X = _blobs(n=300)
+    grid = {"n_components": [1, 2]}
+    runs = [
+        EvidenceGridSearch(GaussianAdditiveModel(**FAST, random_state=np.random.RandomState(5)), grid, n_jobs=n)
+        .fit(X)
+        .cv_results_["mean_test_score"]
+        for n in (1, 2)
+    ]
+    np.testing.assert_array_equal(*runs)
+
+
+class _Flaky(GaussianAdditiveModel):
+    def fit(self, X, y=None):
+        if self.n_components == 2:
+            raise RuntimeError("boom")
+        return super().fit(X, y)
+
+
+def test_failing_candidate_is_recorded_and_others_kept():
+    X = _blobs()
+    search = EvidenceGridSearch(_Flaky(method="exact", prior_mean=3.0), {"n_components": [1, 2, 3]})
+    with pytest.warns(UserWarning, match="failed.*boom"):
+        search.fit(X)
+    res = search.cv_results_
+    assert np.isnan(res["mean_test_score"][1]) and "RuntimeError: boom" in res["error"][1]
+    assert np.isfinite(res["mean_test_score"][[0, 2]]).all()
+    assert res["model_probability"][1] == 0.0 and res["rank_test_score"][1] == 3
+    assert search.best_params_["n_components"] in (1, 3)
+    with pytest.raises(RuntimeError, match="boom"):
+        EvidenceGridSearch(_Flaky(method="exact"), {"n_components": [1, 2]}, error_score="raise").fit(X)
+
+
+def test_all_candidates_failing_raises():
+    with pytest.raises(RuntimeError, match="boom") as info, pytest.warns(UserWarning):
+        EvidenceGridSearch(_Flaky(method="exact"), {"n_components": [2]}).fit(_blobs())
+    assert "Every one of the 1 candidates" in info.value.__notes__[0]
+
+
+def test_search_inside_pipeline_and_over_pipeline():
+    X = _blobs()
+    scale = FunctionTransformer(lambda Z: Z / 2.0)
+    pipe = make_pipeline(scale, GaussianAdditiveModel(prior_mean=1.5, method="exact"))
+    search = EvidenceGridSearch(pipe, {"gaussianadditivemodel__n_components": [1, 2, 3]}).fit(X)
+    expected = [GaussianAdditiveModel(r, prior_mean=1.5).exact_log_evidence(X / 2.0) for r in (1, 2, 3)]
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], expected)
+    assert search.score(X) == pytest.approx(max(expected))
+
+
+def test_search_verbose_prints_each_candidate(capsys):
+    EvidenceGridSearch(GaussianAdditiveModel(method="exact"), {"n_components": [1, 2]}, verbose=1).fit(_blobs())
+    out = capsys.readouterr().out
+    assert out.count("[EvidenceGridSearch] candidate") == 2 and "log Z =" in out
