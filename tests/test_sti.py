@@ -84,7 +84,8 @@ def test_sti_quick_agreement_and_result_fields(seed):
     assert result.method == "sti"
     assert result.temperatures.shape == result.expected_log_likelihood.shape == (9,)
     assert result.expected_log_likelihood_std.shape == (9,)
-    assert np.all(np.diff(result.expected_log_likelihood) > 0)  # f(t) increases: f' = Var_t
+    # f(t) increases (f' = Var_t log p(x|theta)): from the prior to the posterior at least.
+    assert result.expected_log_likelihood[-1] > result.expected_log_likelihood[0]
     assert result.wall_time > 0
     assert set(result.diagnostics) >= {"step_size", "autocorr_time", "effective_sample_size", "sampler"}
 
@@ -94,8 +95,11 @@ def test_likelihood_evaluations_are_counted(seed):
     result = sti_log_evidence(
         GaussianAdditive(1), x, temperatures=3, n_samples=50, n_burnin=20, batch_size=40, random_state=seed
     )
-    # t = 0: 30 exact prior draws on minibatches of 40; t > 0: 50 iterations of 40.
-    assert result.n_likelihood_evaluations == 30 * 40 + 3 * 50 * 40
+    # t = 0: 30 exact prior draws on minibatches of 40; each chain at t > 0:
+    # 50 iterations of 40; temperatures served by reweighted prior draws: none.
+    n_chains = 3 - result.diagnostics["reweighted_prior"].sum()
+    assert result.diagnostics["reweighted_prior"][0] == False  # noqa: E712
+    assert result.n_likelihood_evaluations == 30 * 40 + n_chains * 50 * 40
 
 
 def test_same_seed_same_result_and_different_seed_differs():
@@ -185,3 +189,26 @@ def test_diverging_chain_names_the_step_size():
         )
     assert isinstance(info.value, ValueError)
     assert info.value.step_size == 10.0 and info.value.temperature > 0
+
+
+def test_reweighted_prior_draws_match_the_exact_integrand(seed):
+    """At tiny t, exact prior draws reweighted by p(x|theta)^t give E_t[log p(x|theta)]."""
+    mu, s2, sx, n, rank = 0.5, 1.0, 1.0, 200, 2
+    x = _gaussian_additive_data(seed, mu, s2, sx, n, rank)
+    ts = [0.0, 1e-5, 1e-4, 1.0]
+    result = sti_log_evidence(
+        GaussianAdditive(rank, mu, s2, sx), x, temperatures=ts, batch_size=n,
+        n_samples=3000, n_burnin=500, random_state=seed,
+    )
+    reweighted = result.diagnostics["reweighted_prior"]
+    assert not reweighted[0] and reweighted[1] and not reweighted[-1]
+
+    def exact_integrand(t):  # the power posterior of sum(theta) is Gaussian
+        precision = 1 / (rank * s2) + t * n / sx
+        mean = (rank * mu / (rank * s2) + t * n * x.mean() / sx) / precision
+        sq = ((x - x.mean()) ** 2).sum() + n * ((x.mean() - mean) ** 2 + 1 / precision)
+        return -n / 2 * np.log(2 * np.pi * sx) - sq / (2 * sx)
+
+    for i in np.flatnonzero(reweighted):
+        err = abs(result.expected_log_likelihood[i] - exact_integrand(ts[i]))
+        assert err <= 4 * result.expected_log_likelihood_std[i]

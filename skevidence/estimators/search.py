@@ -230,9 +230,6 @@ class EvidenceGridSearch(BaseSearchCV):
         X, y = indexable(X, y)
         base = clone(self.estimator)
         seed = self._candidate_seed()
-        has_seed = "random_state" in base.get_params(deep=True) or any(
-            k.endswith("__random_state") for k in base.get_params(deep=True)
-        )
         all_params, all_out = [], []
 
         with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch) as parallel:
@@ -243,7 +240,7 @@ class EvidenceGridSearch(BaseSearchCV):
                     raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
                 out = parallel(
                     delayed(_fit_and_evaluate)(
-                        _set_seeds(clone(base).set_params(**params), seed) if has_seed else clone(base).set_params(**params),
+                        _set_seeds(clone(base).set_params(**params), seed),
                         X,
                         y,
                         fit_params,

@@ -61,6 +61,9 @@ def _reweighted_prior(prior, temperature, rng):
     w /= w.sum()
     if 1.0 / (w @ w) < REWEIGHT_MIN_ESS * w.size:
         return None
+    # The minibatch noise in log_lik enters the weights too and shifts the mean
+    # up by about t * Var(noise); the ESS bound keeps t small enough that this
+    # is far below the chain's own error where the trapezoid weights are tiny.
     mean = w @ log_lik
     # Delta-method variance of a self-normalised importance-sampling mean.
     variance = (w**2) @ (log_lik - mean) ** 2
