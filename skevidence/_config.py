@@ -6,6 +6,7 @@ here, so that a change of policy is a change of one line.
 
 __all__ = [
     "DEFAULT_LADDER_POWER",
+    "AUTOCORR_WINDOW",
     "MIN_BATCHES",
     "PSGLD_ALPHA",
     "PSGLD_SIGMA",
@@ -26,6 +27,9 @@ PSGLD_SIGMA = 1e-5
 
 #: Fewest batches the batch-means standard error is computed from.
 MIN_BATCHES = 10
+
+#: Sokal's window constant ``c`` for the integrated autocorrelation time.
+AUTOCORR_WINDOW = 5.0
 
 #: Tolerance on the end points of a user-supplied temperature ladder.
 LADDER_ATOL = 1e-12

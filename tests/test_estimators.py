@@ -208,3 +208,11 @@ def test_search_verbose_prints_each_candidate(capsys):
     EvidenceGridSearch(GaussianAdditiveModel(method="exact"), {"n_components": [1, 2]}, verbose=1).fit(_blobs())
     out = capsys.readouterr().out
     assert out.count("[EvidenceGridSearch] candidate") == 2 and "log Z =" in out
+
+
+def test_searched_random_state_is_not_overwritten():
+    X = _blobs(n=300)
+    search = EvidenceGridSearch(GaussianAdditiveModel(**FAST), {"random_state": [0, 1]}).fit(X)
+    scores = search.cv_results_["mean_test_score"]
+    assert scores[0] != scores[1]
+    assert scores[0] == GaussianAdditiveModel(**FAST, random_state=0).fit(X).log_evidence_

@@ -100,3 +100,18 @@ def test_result_pickles():
     back = pickle.loads(pickle.dumps(result))
     assert back.log_evidence == result.log_evidence
     np.testing.assert_array_equal(back.diagnostics["step_size"], result.diagnostics["step_size"])
+
+
+def test_integrated_autocorr_time_on_ar1(rng):
+    from skevidence.evidence._stderr import integrated_autocorr_time
+
+    phi, n = 0.8, 100_000
+    noise = rng.standard_normal(n)
+    x = np.empty(n)
+    x[0] = noise[0]
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + noise[i]
+    assert integrated_autocorr_time(x) == pytest.approx((1 + phi) / (1 - phi), rel=0.15)
+    assert integrated_autocorr_time(rng.standard_normal(5000)) == pytest.approx(1.0, abs=0.3)
+    # A random walk decorrelates far slower than independent draws.
+    assert integrated_autocorr_time(np.cumsum(rng.standard_normal(2000))) > 50

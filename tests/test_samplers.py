@@ -20,13 +20,17 @@ def _run(sampler, rng, n_steps, n_burnin, step_size):
         if k == n_burnin:
             sampler.end_burnin(state)
         grad = -A @ (theta - MU)
-        theta = sampler.step(theta, grad, grad, step_size, rng, state)
+        # pSGLD's preconditioner sees the gradient with minibatch-like noise of
+        # unit scale, as in practice; the drift uses the exact gradient, so the
+        # target is known exactly.
+        mean_lik_grad = grad + rng.standard_normal(2)
+        theta = sampler.step(theta, grad, mean_lik_grad, step_size, rng, state)
         if k >= n_burnin:
             out[k - n_burnin] = theta
     return out
 
 
-@pytest.mark.parametrize("sampler, step_size", [(SGLD(), 0.01), (PSGLD(), 0.005)])
+@pytest.mark.parametrize("sampler, step_size", [(SGLD(), 0.01), (PSGLD(), 0.02)])
 def test_sampler_recovers_gaussian_moments(rng, sampler, step_size):
     draws = _run(sampler, rng, n_steps=100_000, n_burnin=2_000, step_size=step_size)
     for j in range(2):

@@ -73,7 +73,7 @@ class GaussianAdditiveModel(EvidenceEstimatorMixin, BaseEstimator):
         Exact posterior mean of :math:`\theta`.
     n_features_in_ : int
         Number of columns of ``X`` seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when ``X`` has string column names.
 
     See Also

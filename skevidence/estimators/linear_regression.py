@@ -76,7 +76,7 @@ class BayesianLinearRegression(EvidenceEstimatorMixin, RegressorMixin, BaseEstim
         Posterior covariance of ``(w, b)``.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when ``X`` has string column names.
 
     See Also

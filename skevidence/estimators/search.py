@@ -71,9 +71,13 @@ def _fit_and_evaluate(estimator, X, y, fit_params, error_score):
     )
 
 
-def _set_seeds(estimator, seed):
-    """Give every ``random_state`` parameter (nested ones too) the same int seed."""
-    names = [k for k in estimator.get_params(deep=True) if k == "random_state" or k.endswith("__random_state")]
+def _set_seeds(estimator, seed, searched):
+    """Give every ``random_state`` (nested ones too) the same int seed, unless it is searched over."""
+    names = [
+        k
+        for k in estimator.get_params(deep=True)
+        if (k == "random_state" or k.endswith("__random_state")) and k not in searched
+    ]
     return estimator.set_params(**{name: seed for name in names})
 
 
@@ -88,7 +92,7 @@ class EvidenceGridSearch(BaseSearchCV):
     of the estimates and the posterior probability of each candidate under a
     uniform prior over the grid.
 
-    Read more in the :ref:`User Guide <search>`.
+    Read more in the :ref:`User Guide <evidence_search>`.
 
     Parameters
     ----------
@@ -240,7 +244,7 @@ class EvidenceGridSearch(BaseSearchCV):
                     raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
                 out = parallel(
                     delayed(_fit_and_evaluate)(
-                        _set_seeds(clone(base).set_params(**params), seed),
+                        _set_seeds(clone(base).set_params(**params), seed, params),
                         X,
                         y,
                         fit_params,
