@@ -212,3 +212,15 @@ def test_reweighted_prior_draws_match_the_exact_integrand(seed):
     for i in np.flatnonzero(reweighted):
         err = abs(result.expected_log_likelihood[i] - exact_integrand(ts[i]))
         assert err <= 4 * result.expected_log_likelihood_std[i]
+
+
+def test_posterior_mean_of_the_last_chain(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(1000, 2))
+    y = X @ [1.0, -1.0] + 0.5 + rng.normal(size=1000)
+    model = LinearGaussian(2)
+    result = sti_log_evidence(model, X, y, temperatures=10, batch_size=200, random_state=seed)
+    mean, cov = model.posterior(X, y)
+    # 2000 kept samples of a chain that decorrelates within ~100 steps: the
+    # Monte-Carlo error of the mean is well below half a posterior sd.
+    np.testing.assert_array_less(np.abs(result.posterior_mean - mean), 0.5 * np.sqrt(np.diag(cov)))

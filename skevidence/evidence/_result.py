@@ -42,6 +42,11 @@ class EvidenceResult:
     diagnostics : mapping
         Sampler diagnostics (read-only), e.g. ``"step_size"``,
         ``"autocorr_time"`` and ``"effective_sample_size"`` per temperature.
+    posterior_mean : object or None
+        Mean of the parameters over the kept samples at :math:`t = 1`, in the
+        model's own layout (a flat array for
+        :class:`~skevidence.evidence.GradientChainRunner`, ``(W, H)`` for
+        factorisations); ``None`` when the method does not provide it.
     """
 
     log_evidence: float
@@ -53,6 +58,7 @@ class EvidenceResult:
     n_likelihood_evaluations: int = 0
     wall_time: float = 0.0
     diagnostics: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    posterior_mean: object = None
 
     def __post_init__(self):
         set_ = object.__setattr__

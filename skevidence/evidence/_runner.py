@@ -1,7 +1,8 @@
 """Chain runners: one SG-MCMC chain at one temperature.
 
-A runner is the seam between the STI driver and a model. The driver only
-calls ``initial_state(rng)`` once and ``run(state, temperature, ...)`` once per
+A runner is the seam between the STI driver and a model. The driver reads
+its ``batch_size`` (the minibatch size :math:`N_s`), calls
+``initial_state(rng)`` once and ``run(state, temperature, ...)`` once per
 temperature, passing the returned state on (the warm start). The generic
 :class:`GradientChainRunner` below drives a Python-level sampler through a
 model's :meth:`~skevidence.models.EvidenceModel.log_likelihood_and_grad`;
@@ -29,6 +30,8 @@ class ChainTrace(NamedTuple):
     step_size: float
     #: The kept states when they are exact independent prior draws, else ``None``.
     prior_draws: np.ndarray | None = None
+    #: Mean of the kept states (in the runner's layout), or ``None``.
+    state_mean: object = None
 
 
 class Minibatches:
@@ -114,7 +117,7 @@ class GradientChainRunner:
                     "The log-likelihood is not finite at some prior draws; check that "
                     "the data are valid for the model."
                 )
-            trace = ChainTrace(kept, n_kept * self.batch_size, np.nan, draws)
+            trace = ChainTrace(kept, n_kept * self.batch_size, np.nan, draws, draws.mean(axis=0))
             return draws[-1].copy(), trace
 
         with np.errstate(over="ignore", invalid="ignore"):
@@ -127,6 +130,7 @@ class GradientChainRunner:
         theta = np.array(state, dtype=np.float64)
         sampler_state = sampler.init_state(theta)
         kept = np.empty(n_kept)
+        state_sum = np.zeros_like(theta)
         step_size = schedule(1)
         for k in range(1, n_samples + 1):
             Xb, yb = self._rows(batches.next())
@@ -135,6 +139,7 @@ class GradientChainRunner:
                 sampler.end_burnin(sampler_state)
             if k > n_burnin:
                 kept[k - n_burnin - 1] = scale * log_lik.sum()
+                state_sum += theta
             step_size = schedule(k)
             grad = (temperature * scale) * lik_grad + model.grad_log_prior(theta)
             mean_lik_grad = (temperature / self.batch_size) * lik_grad
@@ -144,4 +149,5 @@ class GradientChainRunner:
                 raise _divergence(sampler, temperature, k, step_size, schedule)
         if not np.isfinite(kept).all():
             raise _divergence(sampler, temperature, n_samples, step_size, schedule)
-        return theta, ChainTrace(kept, n_samples * self.batch_size, step_size)
+        trace = ChainTrace(kept, n_samples * self.batch_size, step_size, None, state_sum / n_kept)
+        return theta, trace

@@ -38,10 +38,15 @@ def default_step_size(n_data, batch_size, sampler_name):
 
 
 def prepare_finite_data(model, X, y):
-    """``model.prepare_data`` then the checks every evidence method needs."""
+    """``model.prepare_data`` then the checks every evidence method needs.
+
+    Arrays are checked for NaN and infinity here; a model whose prepared data
+    are another kind of object (a factorisation's blocks, say) checks them in
+    its own ``prepare_data``.
+    """
     X, y = model.prepare_data(X, y)
     for name, arr in (("X", X), ("y", y)):
-        if arr is not None and not np.all(np.isfinite(arr)):
+        if isinstance(arr, np.ndarray) and not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} contains NaN or infinity; remove or impute those entries.")
     n_data = model.n_data(X, y)
     if n_data < 1:
@@ -52,7 +57,7 @@ def prepare_finite_data(model, X, y):
 def _reweighted_prior(prior, temperature, rng):
     """Expectation at ``temperature`` from exact prior draws, by importance weights.
 
-    Returns ``(mean, variance, state)`` or ``None`` once the weights
+    Returns ``(mean, variance, state, state_mean)`` or ``None`` once the weights
     ``p(x|theta)^t`` have become too uneven (ESS below ``REWEIGHT_MIN_ESS``).
     """
     log_lik, draws = prior
@@ -67,7 +72,7 @@ def _reweighted_prior(prior, temperature, rng):
     mean = w @ log_lik
     # Delta-method variance of a self-normalised importance-sampling mean.
     variance = (w**2) @ (log_lik - mean) ** 2
-    return mean, variance, draws[rng.choice(w.size, p=w)].copy()
+    return mean, variance, draws[rng.choice(w.size, p=w)].copy(), w @ draws
 
 
 def _check_positive_int(name, value):
@@ -196,7 +201,11 @@ def sti_log_evidence(
     sampler = get_sampler(sampler)
 
     X, y, n_data = prepare_finite_data(model, X, y)
-    batch_size = min(batch_size, n_data)
+    runner = model.chain_runner(X, y, sampler=sampler, batch_size=batch_size)
+    if runner is None:
+        runner = GradientChainRunner(model, X, y, sampler=sampler, batch_size=batch_size)
+    # A fused runner has its own minibatch (a factorisation's part).
+    batch_size = runner.batch_size
     if isinstance(step_size, str) and step_size == "auto":
         schedule = StepSizeSchedule.ending_at(
             default_step_size(n_data, batch_size, sampler.name), step_decay, n_burnin
@@ -206,14 +215,11 @@ def sti_log_evidence(
     else:
         raise ValueError(f"step_size must be a positive number or 'auto', got {step_size!r}.")
 
-    runner = model.chain_runner(X, y, sampler=sampler, batch_size=batch_size)
-    if runner is None:
-        runner = GradientChainRunner(model, X, y, sampler=sampler, batch_size=batch_size)
-
     streams = seed_sequence(random_state).spawn(ts.size + 1)
     state = runner.initial_state(np.random.default_rng(streams[0]))
 
     prior = None  # (log-likelihoods, draws) of exact prior draws, while they serve
+    posterior_mean = None
     reweighted = np.zeros(ts.size, dtype=bool)
     means = np.empty(ts.size)
     variances = np.empty(ts.size)
@@ -226,7 +232,7 @@ def sti_log_evidence(
             rng = np.random.default_rng(streams[i + 1])
             found = _reweighted_prior(prior, t, rng) if prior is not None and t > 0 else None
             if found is not None:
-                means[i], variances[i], state = found
+                means[i], variances[i], state, posterior_mean = found
                 taus[i], step_sizes[i], reweighted[i] = 1.0, np.nan, True
             else:
                 prior = None
@@ -239,6 +245,7 @@ def sti_log_evidence(
                 n_evals += trace.n_likelihood_evaluations
                 if trace.prior_draws is not None:
                     prior = (trace.log_likelihood, trace.prior_draws)
+                posterior_mean = trace.state_mean
             report.update(1, f"t={t:.3g} E[log p(x|θ)]={means[i]:.6g} ± {np.sqrt(variances[i]):.2g}")
     finally:
         report.close()
@@ -266,4 +273,5 @@ def sti_log_evidence(
             "effective_sample_size": n_kept / taus,
             "reweighted_prior": reweighted,
         },
+        posterior_mean=posterior_mean,
     )

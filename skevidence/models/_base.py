@@ -38,9 +38,9 @@ class EvidenceModel(ABC):
     nonnegative = None
 
     @property
-    @abstractmethod
     def n_params(self):
-        """Number of scalar parameters, the length of ``theta``."""
+        """Number of scalar parameters, the length of ``theta`` (``None`` if it depends on the data)."""
+        return None
 
     def prepare_data(self, X, y=None):
         """Return ``(X, y)`` in the form the other methods expect.
