@@ -89,7 +89,7 @@ plt.show()
 # The evidence is a property of the model, not of a train/test split: every
 # fit uses all 1000 points, which is why
 # :class:`~skevidence.EvidenceGridSearch` needs no cross-validation to run
-# this comparison over a parameter grid (see :ref:`search`). Agreement with
+# this comparison over a parameter grid (see :ref:`evidence_search`). Agreement with
 # the closed form within a few nats is typical of short runs; the gap is a
 # bias that the standard error does not cover (:ref:`evidence-stderr`), and
 # it shrinks with more temperatures and iterations.

@@ -7,15 +7,23 @@ or computed exactly where a closed form exists; estimators expose it as
 candidate of largest evidence.
 """
 
-from .estimators import BayesianLinearRegression, EvidenceGridSearch, GaussianAdditiveModel
+from .estimators import (
+    BayesianLinearRegression,
+    BayesianNMFRankSelector,
+    EvidenceGridSearch,
+    GaussianAdditiveModel,
+    PoissonNMF,
+)
 from .evidence import EvidenceResult, exact_log_evidence, sti_log_evidence, temperature_ladder
 from .exceptions import SamplerDivergenceError
 
 __all__ = [
     "BayesianLinearRegression",
+    "BayesianNMFRankSelector",
     "EvidenceGridSearch",
     "EvidenceResult",
     "GaussianAdditiveModel",
+    "PoissonNMF",
     "SamplerDivergenceError",
     "exact_log_evidence",
     "sti_log_evidence",

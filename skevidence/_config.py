@@ -6,6 +6,7 @@ here, so that a change of policy is a change of one line.
 
 __all__ = [
     "DEFAULT_LADDER_POWER",
+    "FASTMATH",
     "AUTOCORR_WINDOW",
     "MIN_BATCHES",
     "PSGLD_ALPHA",
@@ -37,3 +38,8 @@ LADDER_ATOL = 1e-12
 #: Near t = 0, exact prior draws reweighted by ``p(x|theta)^t`` replace a chain
 #: while their effective sample size stays above this fraction of the draws.
 REWEIGHT_MIN_ESS = 0.5
+
+#: fastmath for the numba kernels. Off: the kernels must match their NumPy
+#: twins to rounding and detect non-finite values, which fastmath's
+#: no-NaN/no-inf assumptions would break.
+FASTMATH = False

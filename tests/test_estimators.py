@@ -7,7 +7,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skevidence import BayesianLinearRegression, EvidenceGridSearch, GaussianAdditiveModel
+from skevidence import (
+    BayesianLinearRegression,
+    BayesianNMFRankSelector,
+    EvidenceGridSearch,
+    GaussianAdditiveModel,
+    PoissonNMF,
+)
 
 # Small chains: the common checks test the API, not the accuracy.
 FAST = dict(temperatures=3, n_samples=60, n_burnin=20, batch_size=50)
@@ -21,6 +27,8 @@ def _estimators():
         BayesianLinearRegression(method="exact", fit_intercept=False),
         EvidenceGridSearch(GaussianAdditiveModel(**FAST, random_state=0), {"n_components": [1, 2]}),
         EvidenceGridSearch(BayesianLinearRegression(method="exact"), {"noise_var": [0.5, 1.0]}),
+        PoissonNMF(n_components=2, temperatures=2, n_samples=40, n_burnin=10, random_state=0),
+        BayesianNMFRankSelector(ranks=(1, 2), temperatures=2, n_samples=40, n_burnin=10, random_state=0),
     ]
 
 
@@ -189,7 +197,7 @@ def test_failing_candidate_is_recorded_and_others_kept():
 
 
 def test_all_candidates_failing_raises():
-    with pytest.raises(RuntimeError, match="boom") as info, pytest.warns(UserWarning):
+    with pytest.raises(RuntimeError, match="boom") as info:
         EvidenceGridSearch(_Flaky(method="exact"), {"n_components": [2]}).fit(_blobs())
     assert "Every one of the 1 candidates" in info.value.__notes__[0]
 

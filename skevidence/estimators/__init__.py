@@ -2,6 +2,14 @@
 
 from .gaussian_additive import GaussianAdditiveModel
 from .linear_regression import BayesianLinearRegression
+from .nmf_rank import BayesianNMFRankSelector
+from .poisson_nmf import PoissonNMF
 from .search import EvidenceGridSearch
 
-__all__ = ["BayesianLinearRegression", "EvidenceGridSearch", "GaussianAdditiveModel"]
+__all__ = [
+    "BayesianLinearRegression",
+    "BayesianNMFRankSelector",
+    "EvidenceGridSearch",
+    "GaussianAdditiveModel",
+    "PoissonNMF",
+]

@@ -12,7 +12,7 @@ from ..evidence import exact_log_evidence, sti_log_evidence
 from ..evidence.sti import DEFAULT_BATCH_SIZE
 from ..samplers import Sampler
 
-__all__ = ["EvidenceEstimatorMixin"]
+__all__ = ["EvidenceEstimatorMixin", "ExactEvidenceMixin"]
 
 #: Constraints of the STI settings, shared by every estimator that has them.
 STI_PARAMETER_CONSTRAINTS = {
@@ -44,7 +44,7 @@ STI_DEFAULTS = dict(
 class EvidenceEstimatorMixin:
     """Fit = estimate the evidence of the data; ``score`` = log-evidence.
 
-    Subclasses implement ``_make_model(n_features)`` (the
+    Subclasses implement ``_make_model(X)`` (the
     :class:`~skevidence.models.EvidenceModel` for the current parameters),
     set ``_supervised``, and call :meth:`_fit_evidence` from ``fit``.
     """
@@ -77,7 +77,7 @@ class EvidenceEstimatorMixin:
 
     def _fit_evidence(self, X, y=None):
         """Set ``result_``, ``log_evidence_``, ``log_evidence_std_`` for the fitted data."""
-        model = self._make_model(X.shape[1])
+        model = self._make_model(X)
         self.result_ = self._evidence(model, X, y)
         self.log_evidence_ = self.result_.log_evidence
         self.log_evidence_std_ = self.result_.std_error
@@ -106,7 +106,11 @@ class EvidenceEstimatorMixin:
         X, y = self._validate_fit_data(X, y, reset=False)
         if joblib.hash((X, y)) == self._fitted_data_hash:
             return self.log_evidence_
-        return self._evidence(self._make_model(X.shape[1]), X, y).log_evidence
+        return self._evidence(self._make_model(X), X, y).log_evidence
+
+
+class ExactEvidenceMixin:
+    """``exact_log_evidence`` for estimators whose model has a closed form."""
 
     def exact_log_evidence(self, X, y=None):
         """Closed-form log-evidence of ``X`` (and ``y``) under the current parameters.
@@ -125,5 +129,5 @@ class EvidenceEstimatorMixin:
         log_evidence : float
         """
         X, y = self._validate_fit_data(X, y, reset=None)
-        model = self._make_model(X.shape[1])
+        model = self._make_model(X)
         return model.exact_log_evidence(X) if y is None else model.exact_log_evidence(X, y)

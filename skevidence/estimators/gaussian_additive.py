@@ -6,12 +6,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..models import GaussianAdditive
-from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
+from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin, ExactEvidenceMixin
 
 __all__ = ["GaussianAdditiveModel"]
 
 
-class GaussianAdditiveModel(EvidenceEstimatorMixin, BaseEstimator):
+class GaussianAdditiveModel(ExactEvidenceMixin, EvidenceEstimatorMixin, BaseEstimator):
     r"""Evidence of the Gaussian additive model (seed 000, section 4.1.1).
 
     .. math::
@@ -136,7 +136,7 @@ class GaussianAdditiveModel(EvidenceEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _make_model(self, n_features):
+    def _make_model(self, X):
         return GaussianAdditive(self.n_components, self.prior_mean, self.prior_var, self.noise_var)
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -8,12 +8,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..models import LinearGaussian
-from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
+from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin, ExactEvidenceMixin
 
 __all__ = ["BayesianLinearRegression"]
 
 
-class BayesianLinearRegression(EvidenceEstimatorMixin, RegressorMixin, BaseEstimator):
+class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, RegressorMixin, BaseEstimator):
     r"""Linear regression scored by its evidence (seed 004, section 4.1).
 
     .. math::
@@ -145,8 +145,8 @@ class BayesianLinearRegression(EvidenceEstimatorMixin, RegressorMixin, BaseEstim
         tags.regressor_tags.poor_score = True
         return tags
 
-    def _make_model(self, n_features):
-        return LinearGaussian(n_features, self.noise_var, self.prior_var, self.fit_intercept)
+    def _make_model(self, X):
+        return LinearGaussian(X.shape[1], self.noise_var, self.prior_var, self.fit_intercept)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

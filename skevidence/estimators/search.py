@@ -16,6 +16,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import indexable
 
 from .._random import seed_sequence
+from .._threads import numba_threads, threads_per_task
 
 __all__ = ["EvidenceGridSearch", "evidence_of"]
 
@@ -37,11 +38,12 @@ def evidence_of(estimator):
             return None
 
 
-def _fit_and_evaluate(estimator, X, y, fit_params, error_score):
+def _fit_and_evaluate(estimator, X, y, fit_params, error_score, n_threads):
     """Fit one candidate on all the data; return its evidence and timings."""
     start = time.perf_counter()
     try:
-        estimator.fit(X, y, **fit_params)
+        with numba_threads(n_threads):
+            estimator.fit(X, y, **fit_params)
     except Exception as exc:
         if error_score == "raise":
             raise
@@ -151,6 +153,8 @@ class EvidenceGridSearch(BaseSearchCV):
 
     Notes
     -----
+    Each candidate caps numba's thread count at ``cores // n_jobs`` (restored
+    afterwards), so candidates in parallel do not oversubscribe the cores.
     Every candidate gets the same integer seed, derived once from the
     estimator's ``random_state`` (common random numbers make differences of
     log-evidences more precise than the evidences themselves), so results are
@@ -234,14 +238,17 @@ class EvidenceGridSearch(BaseSearchCV):
         X, y = indexable(X, y)
         base = clone(self.estimator)
         seed = self._candidate_seed()
+        n_threads = threads_per_task(self.n_jobs)
         all_params, all_out = [], []
 
-        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch) as parallel:
+        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch, return_as="generator") as parallel:
 
             def evaluate_candidates(candidate_params, more_results=None, callback_ctx=None):
                 candidate_params = list(candidate_params)
                 if not candidate_params:
                     raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
+                # A generator: each candidate is reported as soon as it (and
+                # those before it) finished, not when the whole batch has.
                 out = parallel(
                     delayed(_fit_and_evaluate)(
                         _set_seeds(clone(base).set_params(**params), seed, params),
@@ -249,17 +256,12 @@ class EvidenceGridSearch(BaseSearchCV):
                         y,
                         fit_params,
                         self.error_score,
+                        n_threads,
                     )
                     for params in candidate_params
                 )
                 for params, res in zip(candidate_params, out):
                     self._report(len(all_params) + 1, params, res)
-                    if res["error"]:
-                        warnings.warn(
-                            f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
-                            UserWarning,
-                            stacklevel=2,
-                        )
                     all_params.append(params)
                     all_out.append(res)
                 self.cv_results_ = self._format_evidence_results(all_params, all_out)
@@ -273,6 +275,13 @@ class EvidenceGridSearch(BaseSearchCV):
             first = all_out[0]["exception"]
             first.add_note(f"Every one of the {len(all_out)} candidates of EvidenceGridSearch failed.")
             raise first
+        for params, res in zip(all_params, all_out):
+            if res["error"]:
+                warnings.warn(
+                    f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
+                    UserWarning,
+                    stacklevel=2,
+                )
         self.best_index_ = int(results["rank_test_score"].argmin())
         self.best_params_ = results["params"][self.best_index_]
         self.best_score_ = float(results["mean_test_score"][self.best_index_])

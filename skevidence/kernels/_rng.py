@@ -32,8 +32,10 @@ __all__ = [
 #: leave (2**64 / golden ratio, as in SplitMix64).
 ZERO_STATE_FILLER = np.uint64(0x9E3779B97F4A7C15)
 
-#: 2 ** -53: turns the top 53 bits of a uint64 into a double in [0, 1).
-_TWO_POW_M53 = 2.0**-53
+#: 2 ** -52: turns the top 52 bits ``m`` of a uint64 into ``(m + 0.5) / 2**52``,
+#: exactly representable and strictly inside (0, 1). (With 53 bits, ``m + 0.5``
+#: would round and could reach 1.0.)
+_TWO_POW_M52 = 2.0**-52
 
 
 @njit(cache=True)
@@ -65,8 +67,8 @@ def next_uint64(state):
 
 @njit(cache=True)
 def next_double(state):
-    """A uniform double in the open interval (0, 1): ``(top 53 bits + 0.5) * 2**-53``."""
-    return (np.float64(next_uint64(state) >> np.uint64(11)) + 0.5) * _TWO_POW_M53
+    """A uniform double in the open interval (0, 1): ``(top 52 bits + 0.5) * 2**-52``."""
+    return (np.float64(next_uint64(state) >> np.uint64(12)) + 0.5) * _TWO_POW_M52
 
 
 @njit(cache=True)
@@ -127,7 +129,9 @@ def seed_streams(seed_seq, n_streams):
         :data:`ZERO_STATE_FILLER` as its first word.
     """
     if not isinstance(seed_seq, np.random.SeedSequence):
-        raise TypeError(f"seed_seq must be a numpy.random.SeedSequence, got {type(seed_seq).__name__}.")
+        raise TypeError(
+            f"seed_seq must be a numpy.random.SeedSequence, got {type(seed_seq).__name__}."
+        )
     n_streams = int(n_streams)
     if n_streams < 1:
         raise ValueError(f"n_streams must be at least 1, got {n_streams}.")

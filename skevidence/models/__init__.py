@@ -3,5 +3,6 @@
 from ._base import EvidenceModel
 from .gaussian_additive import GaussianAdditive
 from .linear_regression import LinearGaussian
+from .poisson_nmf import PoissonNMFModel
 
-__all__ = ["EvidenceModel", "GaussianAdditive", "LinearGaussian"]
+__all__ = ["EvidenceModel", "GaussianAdditive", "LinearGaussian", "PoissonNMFModel"]

@@ -1,13 +1,11 @@
 """The interface every model implements to have its evidence estimated."""
 
-from abc import ABC, abstractmethod
-
 import numpy as np
 
 __all__ = ["EvidenceModel"]
 
 
-class EvidenceModel(ABC):
+class EvidenceModel:
     r"""A Bayesian model :math:`p(x \mid \theta)\, p(\theta)` with i.i.d. data.
 
     This is the one interface between a model and the evidence methods. The
@@ -15,7 +13,9 @@ class EvidenceModel(ABC):
     :attr:`n_params`; the data are the rows of ``X`` (and of ``y`` when the
     model is conditional), each row one datum :math:`x_n`.
 
-    To make a model of your own, subclass this and implement
+    To make a model of your own, subclass this and implement (the generic
+    chain runner calls them; a model with its own runner needs only
+    :meth:`prepare_data`, :meth:`n_data` and :meth:`chain_runner`)
 
     - :meth:`log_likelihood_and_grad`: per-datum log-likelihoods of some rows
       and the gradient of their sum;
@@ -66,7 +66,6 @@ class EvidenceModel(ABC):
         """Per-datum log-likelihoods ``log p(x_n | theta)``, shape ``(n,)``."""
         return self.log_likelihood_and_grad(theta, X, y)[0]
 
-    @abstractmethod
     def log_likelihood_and_grad(self, theta, X, y=None):
         """Per-datum log-likelihoods and the gradient of their sum.
 
@@ -86,14 +85,22 @@ class EvidenceModel(ABC):
         grad : ndarray of shape (n_params,)
             ``sum_n grad_theta log p(x_n | theta)`` over the rows.
         """
+        raise self._missing("log_likelihood_and_grad")
 
-    @abstractmethod
     def log_prior(self, theta):
         """Log prior density ``log p(theta)``."""
+        raise self._missing("log_prior")
 
-    @abstractmethod
     def grad_log_prior(self, theta):
         """Gradient of :meth:`log_prior`, shape ``(n_params,)``."""
+        raise self._missing("grad_log_prior")
+
+    def _missing(self, method):
+        return TypeError(
+            f"{type(self).__name__} does not implement {method}, which the generic "
+            "GradientChainRunner needs: implement it, or return a runner of your own "
+            "from chain_runner."
+        )
 
     def sample_prior(self, rng, size=None):
         """Exact draws from the prior.

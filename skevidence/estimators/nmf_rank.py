@@ -1,0 +1,262 @@
+"""Choose the rank of a Poisson NMF by the evidence."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .poisson_nmf import PoissonNMF
+from .search import EvidenceGridSearch
+
+__all__ = ["BayesianNMFRankSelector"]
+
+#: PoissonNMF parameters the selector passes through unchanged.
+_NMF_PARAMS = (
+    "prior_rate", "method", "n_blocks", "sampler", "prior_rate_h", "temperatures", "ladder",
+    "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced",
+    "random_state",
+)  # fmt: skip
+
+
+class BayesianNMFRankSelector(TransformerMixin, BaseEstimator):
+    """Select the rank of a Poisson NMF by its Bayesian evidence.
+
+    Fits :class:`PoissonNMF` for every rank in ``ranks`` on all the data (an
+    :class:`EvidenceGridSearch` over ``n_components``, ranks in parallel with
+    joblib), and keeps the rank of largest log-evidence. Posterior
+    probabilities of the ranks under a uniform prior come with it, so a
+    near-tie is visible as such. A rank whose fit fails is recorded in
+    ``errors_`` and scored ``error_score``; the others are kept.
+
+    Read more in the :ref:`User Guide <nmf>`.
+
+    Parameters
+    ----------
+    ranks : sequence of int, default=(1, 2, 4, 8, 16)
+        Candidate ranks; each at least 1 and at most ``min(n_samples, n_features)``.
+    prior_rate : float, default=1.0
+        Rate of the exponential priors (see :class:`PoissonNMF`).
+    method : {"sti", "chib"}, default="sti"
+        Evidence method.
+    n_jobs : int, default=None
+        Ranks fitted in parallel; each task caps numba's threads at
+        ``cores // n_jobs``. Results do not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seed shared by every rank (common random numbers).
+    verbose : int, default=0
+        ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
+    n_blocks, sampler, prior_rate_h, temperatures, ladder, n_samples, n_burnin, \
+step_size, step_decay, n_gibbs, n_gibbs_burnin, n_reduced
+        Passed to every :class:`PoissonNMF` (see there).
+    error_score : "raise" or float, default=np.nan
+        Score of a rank whose fit fails (``"raise"`` propagates the error).
+
+    Attributes
+    ----------
+    ranks_ : ndarray of shape (n_ranks,)
+        The candidate ranks, in the order given.
+    log_evidence_ : ndarray of shape (n_ranks,)
+        Log-evidence of each rank (``error_score`` where it failed).
+    log_evidence_std_ : ndarray of shape (n_ranks,)
+        Their standard errors.
+    model_probabilities_ : ndarray of shape (n_ranks,)
+        Posterior probability of each rank under a uniform prior over ``ranks``.
+    best_rank_ : int
+        The rank of largest evidence.
+    best_estimator_ : PoissonNMF
+        The fitted model of that rank.
+    components_ : ndarray of shape (`best_rank_`, n_features)
+        Its posterior-mean ``H``.
+    errors_ : dict
+        Rank -> error message, for the ranks whose fit failed.
+    cv_results_ : dict
+        The underlying :class:`EvidenceGridSearch` results.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+
+    See Also
+    --------
+    PoissonNMF : The model of one rank.
+    EvidenceGridSearch : The general search.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skevidence import BayesianNMFRankSelector
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(5 * rng.exponential(size=(40, 2)) @ rng.exponential(size=(2, 30)))
+    >>> sel = BayesianNMFRankSelector(ranks=(1, 2, 3), temperatures=5, n_samples=600,
+    ...                               n_burnin=300, random_state=0).fit(X)
+    >>> int(sel.best_rank_)
+    2
+    """
+
+    _parameter_constraints = {
+        "ranks": ["array-like"],
+        "prior_rate": [Interval(Real, 0, None, closed="neither")],
+        "method": [StrOptions({"sti", "chib"})],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "error_score": [StrOptions({"raise"}), Real],
+        **{k: v for k, v in PoissonNMF._parameter_constraints.items() if k in _NMF_PARAMS},
+    }
+
+    def __init__(
+        self,
+        ranks=(1, 2, 4, 8, 16),
+        prior_rate=1.0,
+        method="sti",
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+        *,
+        n_blocks="auto",
+        sampler="psgld",
+        prior_rate_h=None,
+        temperatures=20,
+        ladder="power",
+        n_samples=3000,
+        n_burnin=1000,
+        step_size="auto",
+        step_decay=0.51,
+        n_gibbs=9000,
+        n_gibbs_burnin=7000,
+        n_reduced=5000,
+        error_score=np.nan,
+    ):
+        self.ranks = ranks
+        self.prior_rate = prior_rate
+        self.method = method
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_blocks = n_blocks
+        self.sampler = sampler
+        self.prior_rate_h = prior_rate_h
+        self.temperatures = temperatures
+        self.ladder = ladder
+        self.n_samples = n_samples
+        self.n_burnin = n_burnin
+        self.step_size = step_size
+        self.step_decay = step_decay
+        self.n_gibbs = n_gibbs
+        self.n_gibbs_burnin = n_gibbs_burnin
+        self.n_reduced = n_reduced
+        self.error_score = error_score
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+    def _check_ranks(self, X):
+        ranks = np.asarray(self.ranks)
+        if ranks.ndim != 1 or ranks.size == 0:
+            raise ValueError(f"ranks must be a non-empty 1-D sequence of integers, got {self.ranks!r}.")
+        if not np.issubdtype(ranks.dtype, np.integer):
+            if not (np.issubdtype(ranks.dtype, np.floating) and np.all(ranks == np.round(ranks))):
+                raise ValueError(f"ranks must be integers, got {self.ranks!r}.")
+            ranks = ranks.astype(np.int64)
+        if np.any(ranks < 1):
+            raise ValueError(f"every rank must be at least 1, got {ranks.tolist()}.")
+        limit = min(X.shape)
+        if np.any(ranks > limit):
+            raise ValueError(
+                f"ranks {ranks[ranks > limit].tolist()} exceed what the data allow: X has "
+                f"n_samples = {X.shape[0]} and n_features = {X.shape[1]}, so a rank above {limit} "
+                "cannot be identified. Remove those ranks."
+            )
+        if np.unique(ranks).size != ranks.size:
+            raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
+        return ranks
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit a Poisson NMF of every rank and keep the one of largest evidence.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative data.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted selector.
+        """
+        X = validate_data(
+            self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64, ensure_non_negative=True
+        )
+        ranks = self._check_ranks(X)
+        base = PoissonNMF(**{name: getattr(self, name) for name in _NMF_PARAMS}, verbose=max(0, self.verbose - 1))
+        search = EvidenceGridSearch(
+            base,
+            {"n_components": [int(r) for r in ranks]},
+            n_jobs=self.n_jobs,
+            error_score=self.error_score,
+            verbose=self.verbose,
+        ).fit(X)
+        results = search.cv_results_
+        self.cv_results_ = results
+        self.ranks_ = ranks
+        self.log_evidence_ = results["mean_test_score"]
+        self.log_evidence_std_ = results["std_log_evidence"]
+        self.model_probabilities_ = results["model_probability"]
+        self.errors_ = {int(r): e for r, e in zip(ranks, results["error"]) if e}
+        self.best_estimator_ = search.best_estimator_
+        self.best_rank_ = int(search.best_params_["n_components"])
+        self.components_ = self.best_estimator_.components_
+        return self
+
+    def transform(self, X):
+        """Activations of ``X`` under the best model (see :meth:`PoissonNMF.transform`).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative data.
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, `best_rank_`)
+        """
+        check_is_fitted(self)
+        return self.best_estimator_.transform(X)
+
+    def score(self, X, y=None):
+        """Log-evidence of ``X`` under the best model (cached for the fitted data).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative data.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        log_evidence : float
+        """
+        check_is_fitted(self)
+        return self.best_estimator_.score(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Output feature names ``bayesiannmfrankselector0``, ...
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored.
+
+        Returns
+        -------
+        names : ndarray of str
+        """
+        check_is_fitted(self)
+        return np.array([f"bayesiannmfrankselector{i}" for i in range(self.best_rank_)], dtype=object)

@@ -1,0 +1,798 @@
+r"""Fused block-parallel SG-MCMC chains for Poisson NMF (ALGORITHMS.md section 4).
+
+One call of :func:`run_nmf_chain` runs a whole SGLD or pSGLD chain at one
+inverse temperature :math:`t` for :math:`X \approx WH` with
+
+.. math::
+    x_{ij} \sim \mathrm{Poisson}(V_{ij}),\quad V = WH,\quad
+    W_{ir} \sim \mathrm{Exp}(\lambda_W),\quad H_{rj} \sim \mathrm{Exp}(\lambda_H),
+
+with no Python per iteration. It is the fused counterpart of
+:class:`skevidence.evidence._runner.GradientChainRunner` for this model.
+
+**Blocks and parts.** Rows are cut into ``B`` contiguous groups
+(``row_bounds``), columns likewise (``col_bounds``). Part ``p`` is the ``B``
+blocks (row group ``b``, column group ``(b + p) mod B``), ``b = 0..B-1``. Every
+iteration draws ``p`` uniformly from a master random stream, then updates the
+``B`` blocks of the part in parallel (``prange`` over ``b``): block ``b`` reads
+and writes only ``W[I_b]``, ``H[:, J_c]`` and their pSGLD preconditioners, so
+the block tasks are independent, and every entry of ``W`` and ``H`` is updated
+exactly once per iteration. The part is the minibatch: ``N_s`` its number of
+entries, the gradient scale ``N / N_s`` with ``N = I J``.
+
+**Random streams.** Stream 0 (the master) draws the parts; stream ``1 + b``
+gives all the noise of the block with row group ``b``: first ``|I_b| R``
+normals for ``W[I_b]`` (row-major), then ``R |J_c|`` for ``H[:, J_c]``
+(row-major). Streams are seeded from the chain's ``SeedSequence`` by
+:func:`skevidence.kernels._rng.seed_streams`, and each is advanced by one
+thread at a time, so results are bitwise identical for any numba thread count.
+Per-block log-likelihoods are summed in block order after the parallel loop.
+
+**What is recorded.** After burn-in (iterations ``k > n_burnin``) the kernel
+records :math:`\ell_k = (N/N_s)\sum_{\text{part}}\log p(x_{ij}|W, H)` at the state
+*before* iteration ``k``'s update, on the part that drives that update, and adds
+that same pre-update state to the running sums of ``W`` and ``H``. So the
+means average the states :math:`\theta^{(k)}` of the kept :math:`\ell_k`
+(the states after iterations ``n_burnin .. n_samples - 1``); the final state,
+returned in ``W`` and ``H``, is not part of the means.
+
+**Dense and sparse data.** The dense kernel computes ``V`` of a block with one
+BLAS product. The sparse kernel needs only the block's non-zeros for the
+:math:`x \log V` and :math:`X/V` terms and gets :math:`\sum V` and its gradient
+from factor sums (section 4, exact), at :math:`O(\mathrm{nnz}\,R + (I+J)R)` per
+iteration. Entries with :math:`x = 0` contribute :math:`-V` only (so
+:math:`0 \log 0` is never formed) in both kernels.
+"""
+
+import numbers
+import time
+import types
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+import numba
+from numba import njit, prange
+from scipy.special import gammaln
+
+from .._config import FASTMATH, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
+from ..exceptions import SamplerDivergenceError
+from ._rng import fill_standard_normal, seed_streams, uniform_index
+
+__all__ = [
+    "NMFChainResult",
+    "NMFData",
+    "block_bounds",
+    "compile_nmf_kernels",
+    "group_by_blocks",
+    "run_nmf_chain",
+]
+
+
+#: Kernel status codes.
+_OK, _NONFINITE_STATE, _NONFINITE_LOGLIK = 0, 1, 2
+
+_SAMPLERS = ("sgld", "psgld")
+
+
+# --------------------------------------------------------------------------
+# Kernels (private; inputs validated and normalised by run_nmf_chain)
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _step_size(k, n_burnin, a, b):
+    """``StepSizeSchedule(a, b, n_burnin)(k)``: ``(a / min(k, K_b)) ** b``; ``a`` if ``b == 0``."""
+    if b == 0.0:
+        return a
+    return (a / min(max(k, 1), max(n_burnin, 1))) ** b
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _part_sizes(row_bounds, col_bounds):
+    """Number of entries ``N_s`` of every part ``p``."""
+    n_blocks = row_bounds.shape[0] - 1
+    sizes = np.zeros(n_blocks, dtype=np.int64)
+    for p in range(n_blocks):
+        for b in range(n_blocks):
+            c = (b + p) % n_blocks
+            sizes[p] += (row_bounds[b + 1] - row_bounds[b]) * (col_bounds[c + 1] - col_bounds[c])
+    return sizes
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _max_size(bounds):
+    out = 0
+    for g in range(bounds.shape[0] - 1):
+        out = max(out, bounds[g + 1] - bounds[g])
+    return out
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _langevin_update(theta, v, g_lik, noise, eps, lik_scale, mean_scale, lam,
+                     psgld, init_v, adapt_v, alpha, sigma):
+    """SGLD / pSGLD update of one factor block in place, then mirroring.
+
+    ``theta``, ``v`` and ``g_lik`` have the same 2-D shape; ``noise`` is flat,
+    row-major. Returns ``False`` if any new entry is not finite.
+    """
+    ok = True
+    n0, n1 = theta.shape
+    sqrt_2eps = np.sqrt(2.0 * eps)
+    for a in range(n0):
+        for c in range(n1):
+            gl = g_lik[a, c]
+            g = lik_scale * gl - lam
+            xi = noise[a * n1 + c]
+            if psgld:
+                gb = mean_scale * gl
+                if init_v:
+                    v[a, c] = gb * gb
+                elif adapt_v:
+                    v[a, c] = alpha * v[a, c] + (1.0 - alpha) * (gb * gb)
+                precond = 1.0 / (sigma + np.sqrt(v[a, c]))
+                new = theta[a, c] + eps * precond * g + np.sqrt(2.0 * eps * precond) * xi
+            else:
+                new = theta[a, c] + eps * g + sqrt_2eps * xi
+            new = abs(new)
+            if not np.isfinite(new):
+                ok = False
+            theta[a, c] = new
+    return ok
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _finish_block(W, H, vW, vH, gW, gH, W_sum, H_sum, noise_buf, state, i0, i1, j0, j1,
+                  keep, eps, lik_scale, mean_scale, lam_w, lam_h, psgld, init_v, adapt_v,
+                  alpha, sigma):
+    """Accumulate the pre-update state (kept iterations), draw the noise, update."""
+    R = W.shape[1]
+    ni = i1 - i0
+    nj = j1 - j0
+    if keep:
+        for i in range(i0, i1):
+            for r in range(R):
+                W_sum[i, r] += W[i, r]
+        for r in range(R):
+            for j in range(j0, j1):
+                H_sum[r, j] += H[r, j]
+    noise_w = noise_buf[: ni * R]
+    noise_h = noise_buf[ni * R : ni * R + R * nj]
+    fill_standard_normal(state, noise_w)
+    fill_standard_normal(state, noise_h)
+    ok_w = _langevin_update(W[i0:i1], vW[i0:i1], gW, noise_w, eps, lik_scale, mean_scale,
+                            lam_w, psgld, init_v, adapt_v, alpha, sigma)
+    ok_h = _langevin_update(H[:, j0:j1], vH[:, j0:j1], gH, noise_h, eps, lik_scale, mean_scale,
+                            lam_h, psgld, init_v, adapt_v, alpha, sigma)
+    return ok_w and ok_h
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _block_dense(X, W, H, Hb, V, gW, gH, i0, i1, j0, j1, keep):
+    """Likelihood gradients of one dense block into ``gW``, ``gH``; its log-likelihood.
+
+    ``Hb`` (R, nj), ``V`` (ni, nj), ``gW`` (ni, R), ``gH`` (R, nj) are the
+    block's C-contiguous work buffers. The log-likelihood (without the lgamma
+    term) is only computed when ``keep``; otherwise 0 is returned.
+    """
+    R = W.shape[1]
+    Wb = W[i0:i1]
+    for r in range(R):
+        for j in range(j0, j1):
+            Hb[r, j - j0] = H[r, j]
+    np.dot(Wb, Hb, V)
+    ll = 0.0
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            x = X[i, j]
+            v = V[i - i0, j - j0]
+            if x != 0.0:
+                if keep:
+                    ll += x * np.log(v) - v
+                V[i - i0, j - j0] = x / v - 1.0
+            else:
+                if keep:
+                    ll -= v
+                V[i - i0, j - j0] = -1.0
+    # V now holds E = X / V - 1.
+    np.dot(V, Hb.T, gW)
+    np.dot(Wb.T, V, gH)
+    return ll
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _block_sparse(rows, cols, vals, start, stop, W, H, HbT, gW, gH, sW, sH, i0, i1, j0, j1, keep):
+    """Sparse counterpart of :func:`_block_dense` over non-zeros ``start:stop``.
+
+    ``HbT`` (nj, R) is the block's transposed copy of ``H[:, J_c]``; ``sW``,
+    ``sH`` (R,) receive the factor sums that give ``sum V`` and its gradient.
+    """
+    R = W.shape[1]
+    for r in range(R):
+        sW[r] = 0.0
+        sH[r] = 0.0
+    for i in range(i0, i1):
+        for r in range(R):
+            sW[r] += W[i, r]
+            gW[i - i0, r] = 0.0
+    for j in range(j0, j1):
+        for r in range(R):
+            HbT[j - j0, r] = H[r, j]
+            sH[r] += H[r, j]
+            gH[r, j - j0] = 0.0
+    ll = 0.0
+    for e in range(start, stop):
+        ii = rows[e] - i0
+        jj = cols[e] - j0
+        x = vals[e]
+        v = 0.0
+        for r in range(R):
+            v += W[rows[e], r] * HbT[jj, r]
+        if keep:
+            ll += x * np.log(v)
+        ratio = x / v
+        for r in range(R):
+            gW[ii, r] += ratio * HbT[jj, r]
+            gH[r, jj] += ratio * W[rows[e], r]
+    if keep:
+        for r in range(R):
+            ll -= sW[r] * sH[r]
+    for ii in range(i1 - i0):
+        for r in range(R):
+            gW[ii, r] -= sH[r]
+    for r in range(R):
+        for jj in range(j1 - j0):
+            gH[r, jj] -= sW[r]
+    return ll
+
+
+@njit(cache=True, parallel=True, fastmath=FASTMATH)
+def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, H, vW, vH, streams,
+                     temperature, n_samples, n_burnin, step_a, step_b, psgld, alpha, sigma,
+                     freeze, lam_w, lam_h, log_lik, W_sum, H_sum):
+    """Whole chain on dense ``X``; returns ``(status, iteration, n_evaluations)``."""
+    I, J = X.shape
+    R = W.shape[1]
+    B = row_bounds.shape[0] - 1
+    mi = _max_size(row_bounds)
+    mj = _max_size(col_bounds)
+    hb_buf = np.empty((B, R * mj))
+    v_buf = np.empty((B, mi * mj))
+    gw_buf = np.empty((B, mi * R))
+    gh_buf = np.empty((B, R * mj))
+    noise_buf = np.empty((B, mi * R + R * mj))
+    ll_blocks = np.zeros(B)
+    ok_blocks = np.ones(B, dtype=np.bool_)
+    part_sizes = _part_sizes(row_bounds, col_bounds)
+    n_data = I * J
+    n_evals = 0
+    for k in range(1, n_samples + 1):
+        p = uniform_index(streams[0], B)
+        n_s = part_sizes[p]
+        scale = n_data / n_s
+        eps = _step_size(k, n_burnin, step_a, step_b)
+        keep = k > n_burnin
+        init_v = k == 1
+        adapt_v = not (freeze and keep)
+        lik_scale = temperature * scale
+        mean_scale = temperature / n_s
+        for b in prange(B):
+            c = (b + p) % B
+            i0 = row_bounds[b]
+            i1 = row_bounds[b + 1]
+            j0 = col_bounds[c]
+            j1 = col_bounds[c + 1]
+            ni = i1 - i0
+            nj = j1 - j0
+            Hb = hb_buf[b, : R * nj].reshape((R, nj))
+            V = v_buf[b, : ni * nj].reshape((ni, nj))
+            gW = gw_buf[b, : ni * R].reshape((ni, R))
+            gH = gh_buf[b, : R * nj].reshape((R, nj))
+            ll = _block_dense(X, W, H, Hb, V, gW, gH, i0, i1, j0, j1, keep)
+            ll_blocks[b] = ll - block_lgamma[b * B + c]
+            ok_blocks[b] = _finish_block(
+                W, H, vW, vH, gW, gH, W_sum, H_sum, noise_buf[b], streams[1 + b],
+                i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h,
+                psgld, init_v, adapt_v, alpha, sigma,
+            )
+        n_evals += n_s
+        for b in range(B):
+            if not ok_blocks[b]:
+                return _NONFINITE_STATE, k, n_evals
+        if keep:
+            total = 0.0
+            for b in range(B):
+                total += ll_blocks[b]
+            total *= scale
+            if not np.isfinite(total):
+                return _NONFINITE_LOGLIK, k, n_evals
+            log_lik[k - n_burnin - 1] = total
+    return _OK, n_samples, n_evals
+
+
+@njit(cache=True, parallel=True, fastmath=FASTMATH)
+def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_bounds, col_bounds,
+                      W, H, vW, vH, streams, temperature, n_samples, n_burnin, step_a, step_b,
+                      psgld, alpha, sigma, freeze, lam_w, lam_h, log_lik, W_sum, H_sum):
+    """Whole chain on block-grouped sparse ``X``; see :func:`_nmf_chain_dense`."""
+    I = shape[0]
+    J = shape[1]
+    R = W.shape[1]
+    B = row_bounds.shape[0] - 1
+    mi = _max_size(row_bounds)
+    mj = _max_size(col_bounds)
+    hbt_buf = np.empty((B, mj * R))
+    gw_buf = np.empty((B, mi * R))
+    gh_buf = np.empty((B, R * mj))
+    sw_buf = np.empty((B, R))
+    sh_buf = np.empty((B, R))
+    noise_buf = np.empty((B, mi * R + R * mj))
+    ll_blocks = np.zeros(B)
+    ok_blocks = np.ones(B, dtype=np.bool_)
+    part_sizes = _part_sizes(row_bounds, col_bounds)
+    n_data = I * J
+    n_evals = 0
+    for k in range(1, n_samples + 1):
+        p = uniform_index(streams[0], B)
+        n_s = part_sizes[p]
+        scale = n_data / n_s
+        eps = _step_size(k, n_burnin, step_a, step_b)
+        keep = k > n_burnin
+        init_v = k == 1
+        adapt_v = not (freeze and keep)
+        lik_scale = temperature * scale
+        mean_scale = temperature / n_s
+        for b in prange(B):
+            c = (b + p) % B
+            i0 = row_bounds[b]
+            i1 = row_bounds[b + 1]
+            j0 = col_bounds[c]
+            j1 = col_bounds[c + 1]
+            ni = i1 - i0
+            nj = j1 - j0
+            HbT = hbt_buf[b, : nj * R].reshape((nj, R))
+            gW = gw_buf[b, : ni * R].reshape((ni, R))
+            gH = gh_buf[b, : R * nj].reshape((R, nj))
+            bid = b * B + c
+            ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, H, HbT,
+                               gW, gH, sw_buf[b], sh_buf[b], i0, i1, j0, j1, keep)
+            ll_blocks[b] = ll - block_lgamma[bid]
+            ok_blocks[b] = _finish_block(
+                W, H, vW, vH, gW, gH, W_sum, H_sum, noise_buf[b], streams[1 + b],
+                i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h,
+                psgld, init_v, adapt_v, alpha, sigma,
+            )
+        n_evals += n_s
+        for b in range(B):
+            if not ok_blocks[b]:
+                return _NONFINITE_STATE, k, n_evals
+        if keep:
+            total = 0.0
+            for b in range(B):
+                total += ll_blocks[b]
+            total *= scale
+            if not np.isfinite(total):
+                return _NONFINITE_LOGLIK, k, n_evals
+            log_lik[k - n_burnin - 1] = total
+    return _OK, n_samples, n_evals
+
+
+def _serial_twin(kernel):
+    """The same chain compiled without ``parallel=True``, for single-threaded runs.
+
+    With one numba thread there is nothing to gain from the parallel runtime,
+    and its per-iteration fork/join costs time (and, when other processes
+    load the cores, far more: spinning OpenMP threads). The loop body is the
+    same Python function, so the results are bitwise those of the parallel
+    kernel. A distinct ``__qualname__`` keeps numba's on-disk cache entries
+    of the two apart.
+    """
+    func = kernel.py_func
+    twin = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial", func.__defaults__)
+    twin.__qualname__ = func.__qualname__ + "_serial"
+    twin.__doc__ = func.__doc__
+    return njit(cache=True, fastmath=FASTMATH)(twin)
+
+
+_nmf_chain_dense_serial = _serial_twin(_nmf_chain_dense)
+_nmf_chain_sparse_serial = _serial_twin(_nmf_chain_sparse)
+
+
+# --------------------------------------------------------------------------
+# Data preparation
+# --------------------------------------------------------------------------
+
+
+def block_bounds(n, n_blocks, *, what="items"):
+    """Bounds of ``n_blocks`` contiguous, near-equal groups of ``n`` items.
+
+    The first ``n % n_blocks`` groups have one item more, as in
+    :func:`numpy.array_split`.
+
+    Parameters
+    ----------
+    n : int
+        Number of items (rows or columns), at least 1.
+    n_blocks : int
+        Number of groups ``B``, at least 1 and at most ``n``.
+    what : str, default="items"
+        Name of the items, used in error messages (``"rows"``, ``"columns"``).
+
+    Returns
+    -------
+    bounds : ndarray of shape (n_blocks + 1,), dtype int64
+        Group ``g`` is ``bounds[g]:bounds[g + 1]``; ``bounds[0] = 0``, ``bounds[-1] = n``.
+    """
+    for name, value in (("n", n), ("n_blocks", n_blocks)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    n, n_blocks = int(n), int(n_blocks)
+    if n_blocks > n:
+        raise ValueError(
+            f"n_blocks={n_blocks} is larger than the number of {what} ({n}): every block "
+            f"needs at least one of the {what}. Use n_blocks <= {n}."
+        )
+    sizes = np.full(n_blocks, n // n_blocks, dtype=np.int64)
+    sizes[: n % n_blocks] += 1
+    bounds = np.zeros(n_blocks + 1, dtype=np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    return bounds
+
+
+def _check_bounds(bounds, n, n_blocks, what):
+    bounds = np.asarray(bounds)
+    if (
+        bounds.ndim != 1
+        or bounds.shape[0] != n_blocks + 1
+        or not np.issubdtype(bounds.dtype, np.integer)
+        or bounds[0] != 0
+        or bounds[-1] != n
+        or np.any(np.diff(bounds) < 1)
+    ):
+        raise ValueError(
+            f"{what} bounds must be {n_blocks + 1} strictly increasing integers from 0 to {n}, "
+            f"got {bounds!r}."
+        )
+    return np.ascontiguousarray(bounds, dtype=np.int64)
+
+
+def group_by_blocks(X, row_bounds, col_bounds, n_blocks):
+    """Non-zeros of a sparse matrix grouped by block, for the sparse kernel.
+
+    Block ``(g, h)`` (row group ``g``, column group ``h``) has id ``g * B + h``.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array (CSR, COO, ...)
+        Non-negative counts; duplicate entries are summed, explicit zeros dropped.
+    row_bounds, col_bounds : ndarray of shape (n_blocks + 1,)
+        Group bounds, e.g. from :func:`block_bounds`.
+    n_blocks : int
+        ``B``.
+
+    Returns
+    -------
+    rows, cols : ndarray of shape (nnz,), int64
+        Global row and column indices, sorted by block, then row, then column.
+    vals : ndarray of shape (nnz,), float64
+        The non-zero values.
+    block_ptr : ndarray of shape (B * B + 1,), int64
+        Block ``q``'s non-zeros are ``block_ptr[q]:block_ptr[q + 1]``.
+    block_lgamma : ndarray of shape (B * B,), float64
+        :math:`\\sum_{(i,j) \\in q} \\log\\Gamma(x_{ij} + 1)` per block (zeros add nothing).
+    """
+    coo = sp.coo_array(X, copy=True)  # sum_duplicates works in place
+    coo.sum_duplicates()
+    coo.eliminate_zeros()
+    I, J = coo.shape
+    row_bounds = _check_bounds(row_bounds, I, n_blocks, "row")
+    col_bounds = _check_bounds(col_bounds, J, n_blocks, "column")
+    rows = np.asarray(coo.row, dtype=np.int64)
+    cols = np.asarray(coo.col, dtype=np.int64)
+    vals = np.asarray(coo.data, dtype=np.float64)
+    block = (np.searchsorted(row_bounds, rows, side="right") - 1) * n_blocks + (
+        np.searchsorted(col_bounds, cols, side="right") - 1
+    )
+    order = np.lexsort((cols, rows, block))
+    rows, cols, vals, block = rows[order], cols[order], vals[order], block[order]
+    block_ptr = np.zeros(n_blocks * n_blocks + 1, dtype=np.int64)
+    np.cumsum(np.bincount(block, minlength=n_blocks * n_blocks), out=block_ptr[1:])
+    block_lgamma = np.bincount(block, weights=gammaln(vals + 1.0), minlength=n_blocks * n_blocks)
+    return (
+        np.ascontiguousarray(rows),
+        np.ascontiguousarray(cols),
+        np.ascontiguousarray(vals),
+        block_ptr,
+        np.ascontiguousarray(block_lgamma, dtype=np.float64),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class NMFData:
+    """A count matrix prepared once for the NMF kernels, reused at every temperature.
+
+    Build it with :meth:`from_array`. Holds the block bounds, the per-block
+    :math:`\\sum \\log\\Gamma(x + 1)`, and either the dense matrix ``X`` or the
+    non-zeros grouped by block (:func:`group_by_blocks`).
+    """
+
+    shape: tuple
+    n_blocks: int
+    row_bounds: np.ndarray
+    col_bounds: np.ndarray
+    block_lgamma: np.ndarray
+    X: np.ndarray | None = None
+    rows: np.ndarray | None = None
+    cols: np.ndarray | None = None
+    vals: np.ndarray | None = None
+    block_ptr: np.ndarray | None = None
+
+    @property
+    def is_sparse(self):
+        """Whether the sparse kernel is used."""
+        return self.X is None
+
+    @property
+    def n_data(self):
+        """Number of data ``N = I J`` (zeros included)."""
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def nnz(self):
+        """Number of non-zero entries."""
+        return int(self.vals.shape[0]) if self.is_sparse else int(np.count_nonzero(self.X))
+
+    @classmethod
+    def from_array(cls, X, n_blocks, *, sparse=None, row_bounds=None, col_bounds=None):
+        """Prepare ``X`` for ``n_blocks x n_blocks`` blocks.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse of shape (I, J)
+            Non-negative, finite data (counts; non-integers are accepted, see
+            ALGORITHMS.md section 5).
+        n_blocks : int
+            Number of row groups and of column groups ``B``.
+        sparse : bool or None, default=None
+            Use the sparse kernel; ``None`` means: if ``X`` is a scipy sparse matrix.
+        row_bounds, col_bounds : array of int, optional
+            Custom group bounds; default :func:`block_bounds`.
+        """
+        is_sp = sp.issparse(X)
+        if sparse is None:
+            sparse = is_sp
+        if is_sp:
+            X = X.tocsr() if not sparse else X
+            values = X.data
+            shape = X.shape
+        else:
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D, got an array of shape {X.shape}.")
+            values = X
+            shape = X.shape
+        if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
+            raise ValueError(f"X must be a non-empty 2-D matrix, got shape {shape}.")
+        values = np.asarray(values, dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            raise ValueError("X contains NaN or infinity; remove or impute those entries.")
+        if np.any(values < 0):
+            raise ValueError("X contains negative values; the Poisson likelihood needs X >= 0.")
+        I, J = int(shape[0]), int(shape[1])
+        row_bounds = (
+            block_bounds(I, n_blocks, what="rows")
+            if row_bounds is None
+            else _check_bounds(row_bounds, I, n_blocks, "row")
+        )
+        col_bounds = (
+            block_bounds(J, n_blocks, what="columns")
+            if col_bounds is None
+            else _check_bounds(col_bounds, J, n_blocks, "column")
+        )
+        B = int(n_blocks)
+        if sparse:
+            rows, cols, vals, block_ptr, block_lgamma = group_by_blocks(
+                X, row_bounds, col_bounds, B
+            )
+            return cls((I, J), B, row_bounds, col_bounds, block_lgamma,
+                       rows=rows, cols=cols, vals=vals, block_ptr=block_ptr)
+        Xd = np.array(X.toarray() if is_sp else X, dtype=np.float64, order="C", copy=True)
+        lg = gammaln(Xd + 1.0)
+        block_lgamma = np.empty(B * B)
+        for g in range(B):
+            for h in range(B):
+                block_lgamma[g * B + h] = lg[row_bounds[g] : row_bounds[g + 1],
+                                             col_bounds[h] : col_bounds[h + 1]].sum()
+        return cls((I, J), B, row_bounds, col_bounds, block_lgamma, X=Xd)
+
+
+# --------------------------------------------------------------------------
+# Public wrapper
+# --------------------------------------------------------------------------
+
+
+class NMFChainResult(NamedTuple):
+    """What one NMF chain at one temperature returns."""
+
+    #: Kept estimates ``(N / N_s) * sum_{part} log p(x_ij | W, H)``, one per kept iteration.
+    log_likelihood: np.ndarray
+    #: Mean of ``W`` over the kept (pre-update) states, shape ``(I, R)``.
+    W_mean: np.ndarray
+    #: Mean of ``H`` over the kept (pre-update) states, shape ``(R, J)``.
+    H_mean: np.ndarray
+    #: Step size in force for the kept samples.
+    step_size: float
+    #: Entries of the drawn parts summed over all iterations (burn-in included);
+    #: for sparse data too, although the kernel then touches only the non-zeros.
+    n_likelihood_evaluations: int
+
+
+def _check_factor(name, A, shape):
+    if not isinstance(A, np.ndarray) or not np.issubdtype(A.dtype, np.floating):
+        raise TypeError(f"{name} must be a float numpy array (it is updated in place).")
+    if A.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {A.shape}.")
+    if not A.flags.writeable:
+        raise ValueError(f"{name} must be writeable (it is updated in place).")
+    if not np.all(np.isfinite(A)) or np.any(A < 0):
+        raise ValueError(f"{name} must be finite and non-negative.")
+
+
+def _check_number(name, value, low, *, low_open=False, high=None):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+    if value < low or (low_open and value == low) or (high is not None and value >= high):
+        bound = f"{'>' if low_open else '>='} {low}"
+        if high is not None:
+            bound += f" and < {high}"
+        raise ValueError(f"{name} must be {bound}, got {value!r}.")
+    return float(value)
+
+
+def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_b=STEP_DECAY,
+                  sampler, alpha=PSGLD_ALPHA, sigma=PSGLD_SIGMA, freeze=True, lam_w, lam_h,
+                  seed_seq):
+    r"""Run one block-parallel SG-MCMC chain for Poisson NMF at one temperature.
+
+    See the module docstring for the blocks, parts, random streams and what is
+    recorded. ``W`` and ``H`` are the warm start and receive the chain's final
+    state; if the chain diverges they are left unchanged.
+
+    Parameters
+    ----------
+    data : NMFData
+        The prepared matrix ``X`` (I, J) with its blocks.
+    W : ndarray of shape (I, R)
+        Non-negative float array, updated in place.
+    H : ndarray of shape (R, J)
+        Non-negative float array, updated in place.
+    temperature : float
+        Inverse temperature :math:`t \ge 0`.
+    n_samples, n_burnin : int
+        Iterations in all, and those discarded; ``0 <= n_burnin < n_samples``.
+    step_a, step_b : float
+        Step sizes :math:`\epsilon_k = (a / \min(k, K_b))^b` (``a`` if ``b == 0``),
+        as :class:`~skevidence.samplers.StepSizeSchedule`.
+    sampler : {"sgld", "psgld"}
+        Update rule.
+    alpha, sigma : float
+        pSGLD decay and floor (ignored by SGLD).
+    freeze : bool, default=True
+        pSGLD: stop adapting the preconditioner after burn-in (``adapt="burnin"``
+        of :class:`~skevidence.samplers.PSGLD`). On the first iteration the
+        preconditioner is set to :math:`\bar g^2`, whatever ``freeze``.
+    lam_w, lam_h : float
+        Rates of the exponential priors on ``W`` and ``H``.
+    seed_seq : numpy.random.SeedSequence
+        Seeds the ``B + 1`` random streams of this chain.
+
+    Returns
+    -------
+    NMFChainResult
+
+    Raises
+    ------
+    SamplerDivergenceError
+        If the state or a kept log-likelihood stops being finite.
+    """
+    if not isinstance(data, NMFData):
+        raise TypeError(
+            f"data must be an NMFData (see NMFData.from_array), got {type(data).__name__}."
+        )
+    I, J = data.shape
+    if not isinstance(W, np.ndarray) or W.ndim != 2:
+        raise ValueError("W must be a 2-D numpy array of shape (I, R).")
+    R = W.shape[1]
+    if R < 1:
+        raise ValueError("The rank R (columns of W) must be at least 1.")
+    _check_factor("W", W, (I, R))
+    _check_factor("H", H, (R, J))
+    temperature = _check_number("temperature", temperature, 0.0)
+    for name, value in (("n_samples", n_samples), ("n_burnin", n_burnin)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
+    if not n_burnin < n_samples:
+        raise ValueError(f"n_burnin ({n_burnin}) must be less than n_samples ({n_samples}).")
+    step_a = _check_number("step_a", step_a, 0.0, low_open=True)
+    step_b = _check_number("step_b", step_b, 0.0)
+    if sampler not in _SAMPLERS:
+        raise ValueError(f"sampler must be one of {_SAMPLERS}, got {sampler!r}.")
+    alpha = _check_number("alpha", alpha, 0.0, high=1.0)
+    sigma = _check_number("sigma", sigma, 0.0, low_open=True)
+    lam_w = _check_number("lam_w", lam_w, 0.0, low_open=True)
+    lam_h = _check_number("lam_h", lam_h, 0.0, low_open=True)
+
+    n_samples, n_burnin = int(n_samples), int(n_burnin)
+    n_kept = n_samples - n_burnin
+    Wk = np.array(W, dtype=np.float64, order="C", copy=True)
+    Hk = np.array(H, dtype=np.float64, order="C", copy=True)
+    vW = np.zeros_like(Wk)
+    vH = np.zeros_like(Hk)
+    streams = seed_streams(seed_seq, data.n_blocks + 1)
+    log_lik = np.empty(n_kept)
+    W_sum = np.zeros_like(Wk)
+    H_sum = np.zeros_like(Hk)
+    settings = (temperature, n_samples, n_burnin, step_a, step_b, sampler == "psgld", alpha,
+                sigma, bool(freeze), lam_w, lam_h, log_lik, W_sum, H_sum)
+    parallel = numba.get_num_threads() > 1
+    if data.is_sparse:
+        kernel = _nmf_chain_sparse if parallel else _nmf_chain_sparse_serial
+        status, k, n_evals = kernel(
+            data.rows, data.cols, data.vals, data.block_ptr, data.block_lgamma,
+            np.array(data.shape, dtype=np.int64), data.row_bounds, data.col_bounds,
+            Wk, Hk, vW, vH, streams, *settings,
+        )
+    else:
+        kernel = _nmf_chain_dense if parallel else _nmf_chain_dense_serial
+        status, k, n_evals = kernel(
+            data.X, data.block_lgamma, data.row_bounds, data.col_bounds,
+            Wk, Hk, vW, vH, streams, *settings,
+        )
+    if status != _OK:
+        eps = _step_size(k, n_burnin, step_a, step_b)
+        what = "state" if status == _NONFINITE_STATE else "log-likelihood"
+        raise SamplerDivergenceError(
+            f"The {sampler} chain at temperature t={temperature:.4g} diverged "
+            f"(non-finite {what}) at iteration {k}, with step size {eps:.3g}. "
+            f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
+            temperature=temperature,
+            iteration=int(k),
+            step_size=float(eps),
+        )
+    W[...] = Wk
+    H[...] = Hk
+    return NMFChainResult(
+        log_likelihood=log_lik,
+        W_mean=W_sum / n_kept,
+        H_mean=H_sum / n_kept,
+        step_size=float(_step_size(n_samples, n_burnin, step_a, step_b)),
+        n_likelihood_evaluations=int(n_evals),
+    )
+
+
+def compile_nmf_kernels():
+    """Compile (or load from numba's cache) both NMF kernels on a 4 x 4 input.
+
+    Returns
+    -------
+    seconds : float
+        Wall time spent, i.e. the compilation or cache-loading cost.
+    """
+    start = time.perf_counter()
+    X = np.array([[1.0, 0.0, 2.0, 0.0], [0.0, 3.0, 0.0, 1.0],
+                  [2.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 4.0]])
+    previous = numba.get_num_threads()
+    try:
+        for threads in {1, previous}:  # the serial and the parallel kernels
+            numba.set_num_threads(threads)
+            for sparse in (False, True):
+                data = NMFData.from_array(sp.csr_array(X) if sparse else X, 2, sparse=sparse)
+                W = np.ones((4, 1))
+                H = np.ones((1, 4))
+                run_nmf_chain(data, W, H, temperature=1.0, n_samples=2, n_burnin=1, step_a=1e-3,
+                              step_b=0.0, sampler="psgld", lam_w=1.0, lam_h=1.0,
+                              seed_seq=np.random.SeedSequence(0))
+    finally:
+        numba.set_num_threads(previous)
+    return time.perf_counter() - start

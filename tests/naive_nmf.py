@@ -1,0 +1,151 @@
+"""Slow NumPy twin of the NMF kernels (skevidence/kernels/nmf.py) and of their generator.
+
+Everything the kernels do is redone here the plain way: a pure-Python
+xoshiro256** (Python ints, independent of the numba code), dense matrix
+products with ``@``, one block after the other. It consumes the random streams
+exactly as the kernels do, so kernel and twin agree up to floating-point
+rounding.
+"""
+
+import math
+
+import numpy as np
+
+from skevidence.kernels._rng import seed_streams
+from skevidence.samplers import StepSizeSchedule
+
+_MASK = (1 << 64) - 1
+
+
+def _rotl(x, k):
+    return ((x << k) | (x >> (64 - k))) & _MASK
+
+
+class PyXoshiro:
+    """xoshiro256** on Python ints, from the reference C code."""
+
+    def __init__(self, state):
+        self.s = [int(w) for w in state]
+
+    def next_uint64(self):
+        s = self.s
+        result = (_rotl((s[1] * 5) & _MASK, 7) * 9) & _MASK
+        t = (s[1] << 17) & _MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = _rotl(s[3], 45)
+        return result
+
+    def next_double(self):
+        return (float(self.next_uint64() >> 12) + 0.5) * 2.0**-52
+
+    def uniform_index(self, n):
+        return ((self.next_uint64() >> 32) * n) >> 32
+
+    def standard_normals(self, n):
+        """Marsaglia's polar method, pairs, the spare of an odd count discarded."""
+        out = np.empty(n)
+        i = 0
+        while i < n:
+            while True:
+                u = 2.0 * self.next_double() - 1.0
+                v = 2.0 * self.next_double() - 1.0
+                s = u * u + v * v
+                if 0.0 < s < 1.0:
+                    break
+            f = math.sqrt(-2.0 * math.log(s) / s)
+            out[i] = u * f
+            if i + 1 < n:
+                out[i + 1] = v * f
+            i += 2
+        return out
+
+
+def _update(theta, v, g_lik, xi, *, eps, lik_scale, mean_scale, lam, psgld, init_v, adapt_v,
+            alpha, sigma):
+    g = lik_scale * g_lik - lam
+    if psgld:
+        gb = mean_scale * g_lik
+        if init_v:
+            v[...] = gb * gb
+        elif adapt_v:
+            v[...] = alpha * v + (1.0 - alpha) * (gb * gb)
+        G = 1.0 / (sigma + np.sqrt(v))
+        new = theta + eps * G * g + np.sqrt(2.0 * eps * G) * xi
+    else:
+        new = theta + eps * g + np.sqrt(2.0 * eps) * xi
+    return np.abs(new)
+
+
+def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b, sampler,
+                    alpha, sigma, freeze, lam_w, lam_h, row_bounds, col_bounds, seed_seq):
+    """The block-parallel chain of ``run_nmf_chain``, one block at a time, on dense ``X``.
+
+    Returns a dict with ``log_likelihood``, ``W_mean``, ``H_mean`` (over the
+    pre-update states of the kept iterations), the final ``W`` and ``H``,
+    ``step_size`` and ``n_likelihood_evaluations``.
+    """
+    X = np.asarray(X, dtype=float)
+    W = np.array(W, dtype=float)
+    H = np.array(H, dtype=float)
+    I, J = X.shape
+    R = W.shape[1]
+    B = len(row_bounds) - 1
+    psgld = sampler == "psgld"
+    schedule = StepSizeSchedule(step_a, step_b, n_burnin)
+    states = seed_streams(seed_seq, B + 1)
+    master = PyXoshiro(states[0])
+    streams = [PyXoshiro(states[1 + b]) for b in range(B)]
+    rg = [slice(row_bounds[g], row_bounds[g + 1]) for g in range(B)]
+    cg = [slice(col_bounds[g], col_bounds[g + 1]) for g in range(B)]
+    lgamma = np.array([[sum(math.lgamma(x + 1.0) for x in X[rg[g], cg[h]].ravel())
+                        for h in range(B)] for g in range(B)])
+    vW, vH = np.zeros_like(W), np.zeros_like(H)
+    W_sum, H_sum = np.zeros_like(W), np.zeros_like(H)
+    kept = []
+    n_evals = 0
+    for k in range(1, n_samples + 1):
+        p = master.uniform_index(B)
+        blocks = [(b, (b + p) % B) for b in range(B)]
+        n_s = sum(X[rg[b], cg[c]].size for b, c in blocks)
+        scale = (I * J) / n_s
+        eps = schedule(k)
+        keep = k > n_burnin
+        settings = dict(eps=eps, lik_scale=temperature * scale, mean_scale=temperature / n_s,
+                        psgld=psgld, init_v=k == 1, adapt_v=not (freeze and keep),
+                        alpha=alpha, sigma=sigma)
+        ll_blocks = []
+        for b, c in blocks:
+            rs, cs = rg[b], cg[c]
+            Wb, Hb, x = W[rs].copy(), H[:, cs].copy(), X[rs, cs]
+            V = Wb @ Hb
+            nz = x != 0
+            E = np.where(nz, x / np.where(nz, V, 1.0), 0.0) - 1.0
+            if keep:
+                ll_blocks.append(np.sum(np.where(nz, x * np.log(np.where(nz, V, 1.0)), 0.0) - V)
+                                 - lgamma[b, c])
+                W_sum[rs] += Wb
+                H_sum[:, cs] += Hb
+            gW, gH = E @ Hb.T, Wb.T @ E
+            xi_w = streams[b].standard_normals(Wb.size).reshape(Wb.shape)
+            xi_h = streams[b].standard_normals(Hb.size).reshape(Hb.shape)
+            vWb, vHb = vW[rs].copy(), vH[:, cs].copy()
+            W[rs] = _update(Wb, vWb, gW, xi_w, lam=lam_w, **settings)
+            H[:, cs] = _update(Hb, vHb, gH, xi_h, lam=lam_h, **settings)
+            vW[rs], vH[:, cs] = vWb, vHb
+        n_evals += n_s
+        if keep:
+            kept.append(scale * sum(ll_blocks))
+    n_kept = n_samples - n_burnin
+    return {
+        "log_likelihood": np.array(kept),
+        "W_mean": W_sum / n_kept,
+        "H_mean": H_sum / n_kept,
+        "W": W,
+        "H": H,
+        "step_size": schedule(n_samples),
+        "n_likelihood_evaluations": n_evals,
+    }

@@ -1,0 +1,266 @@
+"""The fused NMF kernels against their NumPy twin (tests/naive_nmf.py), and their guarantees."""
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from naive_nmf import PyXoshiro, naive_nmf_chain
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import gammaln
+
+from skevidence.exceptions import SamplerDivergenceError
+from skevidence.kernels import (
+    NMFData,
+    block_bounds,
+    compile_nmf_kernels,
+    group_by_blocks,
+    run_nmf_chain,
+)
+from skevidence.kernels import _rng
+
+# (I, J, R, B): B = 1, even and uneven groups, B = min(I, J).
+SHAPES = [(7, 5, 2, 1), (10, 8, 3, 2), (13, 11, 2, 3), (9, 12, 4, 4), (6, 5, 1, 5)]
+# (sampler, freeze, step_a): steps that move W, H by O(1) in 20 iterations.
+SAMPLERS = [("sgld", True, 1e-4), ("psgld", True, 1e-6), ("psgld", False, 1e-6)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled():
+    compile_nmf_kernels()
+
+
+def _problem(I, J, R, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(0.5 * rng.gamma(1.0, 1.0, (I, R)) @ rng.gamma(1.0, 1.0, (R, J))).astype(float)
+    return X, rng.uniform(0.5, 1.5, (I, R)), rng.uniform(0.5, 1.5, (R, J))
+
+
+def _settings(sampler="psgld", freeze=True, step_a=1e-6, **kw):
+    out = dict(temperature=1.0, n_samples=20, n_burnin=5, step_a=step_a, step_b=0.51,
+               sampler=sampler, alpha=0.99, sigma=1e-5, freeze=freeze, lam_w=1.0, lam_h=1.5)
+    out.update(kw)
+    return out
+
+
+def _run(X, W, H, B, sparse, seed, **settings):
+    data = NMFData.from_array(sp.csr_array(X) if sparse else X, B)
+    W, H = W.copy(), H.copy()
+    result = run_nmf_chain(data, W, H, seed_seq=np.random.SeedSequence(seed), **settings)
+    return result, W, H
+
+
+# --- the generator -----------------------------------------------------------------------------
+
+
+def test_xoshiro_matches_reference_and_python_twin():
+    state = np.array([1, 2, 3, 4], dtype=np.uint64)
+    ref = PyXoshiro(state)
+    # First outputs of the reference C code from state {1, 2, 3, 4}.
+    assert [int(_rng.next_uint64(state)) for _ in range(2)] == [11520, 0]
+    ref.next_uint64(), ref.next_uint64()
+    got = [int(_rng.next_uint64(state)) for _ in range(500)]
+    assert got == [ref.next_uint64() for _ in range(500)]
+    assert [int(w) for w in state] == ref.s
+    out = np.empty(7)  # odd: the last spare is discarded
+    for _ in range(3):
+        _rng.fill_standard_normal(state, out)
+        assert_allclose(out, ref.standard_normals(7), rtol=1e-15, atol=0)
+    assert [int(w) for w in state] == ref.s
+    idx = [int(_rng.uniform_index(state, 5)) for _ in range(200)]
+    assert idx == [ref.uniform_index(5) for _ in range(200)]
+    assert set(idx) == set(range(5))
+
+
+def test_normals_and_uniforms_have_the_right_law():
+    state = _rng.seed_streams(np.random.SeedSequence(1), 1)[0]
+    z = np.empty(40_000)
+    _rng.fill_standard_normal(state, z)
+    assert abs(z.mean()) < 0.02 and abs(z.var() - 1.0) < 0.03
+    u = np.array([_rng.next_double(state) for _ in range(5000)])
+    assert np.all((u > 0.0) & (u < 1.0)) and abs(u.mean() - 0.5) < 0.02
+
+
+def test_seed_streams_is_deterministic_and_never_all_zero():
+    a = _rng.seed_streams(np.random.SeedSequence(7), 6)
+    assert a.shape == (6, 4) and a.dtype == np.uint64 and a.flags.c_contiguous
+    assert_array_equal(a, _rng.seed_streams(np.random.SeedSequence(7), 6))
+    assert len({tuple(r) for r in a}) == 6 and np.all(a.any(axis=1))
+
+    class ZeroSeeds(np.random.SeedSequence):
+        def generate_state(self, n_words, dtype=np.uint32):
+            return np.zeros(n_words, dtype=dtype)
+
+    z = _rng.seed_streams(ZeroSeeds(0), 2)
+    assert np.all(z[:, 0] == _rng.ZERO_STATE_FILLER) and np.all(z[:, 1:] == 0)
+    with pytest.raises(TypeError, match="SeedSequence"):
+        _rng.seed_streams(0, 2)
+
+
+# --- kernel against twin -----------------------------------------------------------------------
+
+
+_TWINS = {}
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("temperature", [0.3, 1.0])
+@pytest.mark.parametrize("sampler, freeze, step_a", SAMPLERS, ids=["sgld", "psgld-freeze", "psgld"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_kernel_matches_twin(shape, sampler, freeze, step_a, temperature, sparse):
+    I, J, R, B = shape
+    X, W, H = _problem(I, J, R, seed=I * J + R)
+    settings = _settings(sampler, freeze, step_a, temperature=temperature)
+    result, W_end, H_end = _run(X, W, H, B, sparse, seed=11, **settings)
+    key = (shape, sampler, freeze, temperature)
+    if key not in _TWINS:  # the dense and sparse cases share one twin run
+        _TWINS[key] = naive_nmf_chain(
+            X, W, H, row_bounds=block_bounds(I, B), col_bounds=block_bounds(J, B),
+            seed_seq=np.random.SeedSequence(11), **settings,
+        )
+    twin = _TWINS[key]
+    assert result.log_likelihood.shape == (15,)
+    assert_allclose(result.log_likelihood, twin["log_likelihood"], rtol=1e-10)
+    ends = [(W_end, "W"), (H_end, "H"), (result.W_mean, "W_mean"), (result.H_mean, "H_mean")]
+    for got, key in ends:
+        assert_allclose(got, twin[key], rtol=1e-10, atol=1e-10, err_msg=key)
+    assert result.step_size == twin["step_size"]
+    assert result.n_likelihood_evaluations == twin["n_likelihood_evaluations"]
+    assert np.abs(W_end - W).max() > 0.05  # the chain did move
+
+
+def test_dense_and_sparse_kernels_agree():
+    X, W, H = _problem(30, 25, 3, seed=5)
+    X[np.random.default_rng(0).random(X.shape) < 0.5] = 0.0
+    settings = _settings(n_samples=60, n_burnin=20)
+    rd, Wd, Hd = _run(X, W, H, 4, False, seed=2, **settings)
+    rs, Ws, Hs = _run(X, W, H, 4, True, seed=2, **settings)
+    assert_allclose(rs.log_likelihood, rd.log_likelihood, rtol=1e-9)
+    for a, b in [(Ws, Wd), (Hs, Hd), (rs.W_mean, rd.W_mean), (rs.H_mean, rd.H_mean)]:
+        assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert rs.n_likelihood_evaluations == rd.n_likelihood_evaluations
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_results_do_not_depend_on_thread_count(sparse):
+    X, W, H = _problem(23, 19, 3, seed=3)
+    settings = _settings(n_samples=50, n_burnin=10)
+    runs = []
+    previous = numba.get_num_threads()
+    try:
+        for n_threads in (1, 2):
+            numba.set_num_threads(n_threads)
+            runs.append(_run(X, W, H, 5, sparse, seed=4, **settings))
+    finally:
+        numba.set_num_threads(previous)
+    (r1, W1, H1), (r2, W2, H2) = runs
+    for a, b in [(r1.log_likelihood, r2.log_likelihood), (W1, W2), (H1, H2),
+                 (r1.W_mean, r2.W_mean), (r1.H_mean, r2.H_mean)]:
+        assert_array_equal(a, b)
+
+
+def test_same_seed_same_chain_other_seed_other_chain():
+    X, W, H = _problem(12, 10, 2, seed=0)
+    a, b, c = (_run(X, W, H, 3, False, seed=s, **_settings())[0] for s in (1, 1, 2))
+    assert_array_equal(a.log_likelihood, b.log_likelihood)
+    assert not np.array_equal(a.log_likelihood, c.log_likelihood)
+
+
+# --- guarantees and errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_divergence_raises_and_leaves_the_state_alone(sparse):
+    X, W, H = _problem(10, 8, 2, seed=1)
+    data = NMFData.from_array(sp.csr_array(X) if sparse else X, 2)
+    W0, H0 = W.copy(), H.copy()
+    with pytest.raises(SamplerDivergenceError, match="step_size") as info:
+        run_nmf_chain(data, W, H, seed_seq=np.random.SeedSequence(0),
+                      **_settings("sgld", step_a=1e12, step_b=0.0, n_samples=500))
+    err = info.value
+    assert err.temperature == 1.0 and err.step_size == 1e12 and 1 <= err.iteration <= 500
+    assert "t=1" in str(err) and f"iteration {err.iteration}" in str(err)
+    assert_array_equal(W, W0)
+    assert_array_equal(H, H0)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_mirroring_keeps_factors_nonnegative(sparse):
+    # At t = 0 the drift is -lambda: without mirroring most entries would go negative.
+    X, W, H = _problem(15, 12, 3, seed=2)
+    W, H = 0.01 * W, 0.01 * H
+    result, W_end, H_end = _run(X, W, H, 3, sparse, seed=0,
+                                **_settings("sgld", step_a=1e-2, step_b=0.0, temperature=0.0,
+                                            lam_w=50.0, lam_h=50.0, n_samples=200, n_burnin=100))
+    for A in (W_end, H_end, result.W_mean, result.H_mean):
+        assert np.all(A >= 0.0) and np.all(np.isfinite(A))
+    assert np.all(np.isfinite(result.log_likelihood))
+
+
+def test_block_bounds():
+    assert_array_equal(block_bounds(10, 3), [0, 4, 7, 10])
+    assert_array_equal(block_bounds(5, 5), [0, 1, 2, 3, 4, 5])
+    assert_array_equal(block_bounds(4, 1), [0, 4])
+    assert block_bounds(10, 3).dtype == np.int64
+    with pytest.raises(ValueError, match=r"n_blocks=6 is larger than the number of rows \(5\)"):
+        block_bounds(5, 6, what="rows")
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="n_blocks must be a positive integer"):
+            block_bounds(5, bad)
+    with pytest.raises(ValueError, match="number of columns"):
+        NMFData.from_array(np.ones((8, 3)), 4)
+
+
+def test_group_by_blocks_sums_duplicates_and_drops_zeros():
+    rows = np.array([0, 0, 3, 4, 1, 4, 2])
+    cols = np.array([1, 1, 0, 4, 3, 4, 2])
+    vals = np.array([1.0, 2.0, 5.0, 1.0, 0.0, 2.0, 4.0])
+    X = sp.coo_array((vals, (rows, cols)), shape=(5, 5))
+    rb, cb = block_bounds(5, 2), block_bounds(5, 2)
+    r, c, v, ptr, lg = group_by_blocks(X, rb, cb, 2)
+    assert X.nnz == 7  # the caller's matrix is left alone
+    dense = X.toarray()
+    assert len(v) == 4 and ptr[-1] == 4 and np.all(v > 0)
+    assert_array_equal(sp.coo_array((v, (r, c)), shape=(5, 5)).toarray(), dense)
+    for q in range(4):
+        g, h = divmod(q, 2)
+        block = dense[rb[g] : rb[g + 1], cb[h] : cb[h + 1]]
+        assert ptr[q + 1] - ptr[q] == np.count_nonzero(block)
+        assert np.all((r[ptr[q] : ptr[q + 1]] >= rb[g]) & (r[ptr[q] : ptr[q + 1]] < rb[g + 1]))
+        assert_allclose(lg[q], gammaln(block + 1).sum())
+    dense_data = NMFData.from_array(dense, 2)
+    assert_allclose(NMFData.from_array(X, 2).block_lgamma, dense_data.block_lgamma)
+
+
+def test_input_validation():
+    X, W, H = _problem(6, 5, 2, seed=0)
+    data = NMFData.from_array(X, 2)
+    ss = np.random.SeedSequence(0)
+    with pytest.raises(ValueError, match="W must have shape"):
+        run_nmf_chain(data, W[:5], H, seed_seq=ss, **_settings())
+    with pytest.raises(ValueError, match="non-negative"):
+        run_nmf_chain(data, -W, H, seed_seq=ss, **_settings())
+    with pytest.raises(ValueError, match="n_burnin"):
+        run_nmf_chain(data, W, H, seed_seq=ss, **_settings(n_burnin=20))
+    with pytest.raises(ValueError, match="sampler"):
+        run_nmf_chain(data, W, H, seed_seq=ss, **_settings("sghmc"))
+    with pytest.raises(ValueError, match="negative"):
+        NMFData.from_array(-X, 2)
+    with pytest.raises(TypeError, match="NMFData"):
+        run_nmf_chain(X, W, H, seed_seq=ss, **_settings())
+
+
+def test_state_is_updated_in_place_and_chains_warm_start():
+    X, W, H = _problem(12, 9, 2, seed=4)
+    data = NMFData.from_array(X, 3)
+    W_in = W.copy()
+    run_nmf_chain(data, W, H, seed_seq=np.random.SeedSequence(0), **_settings())
+    assert not np.array_equal(W, W_in)
+    # Two chains of 10 = the twin's two chains of 10 from the same warm start.
+    W2, H2 = W.copy(), H.copy()
+    settings = _settings(n_samples=10, n_burnin=2)
+    run_nmf_chain(data, W2, H2, seed_seq=np.random.SeedSequence(1), **settings)
+    twin = naive_nmf_chain(X, W, H, row_bounds=data.row_bounds, col_bounds=data.col_bounds,
+                           seed_seq=np.random.SeedSequence(1), **settings)
+    assert_allclose(W2, twin["W"], rtol=1e-10, atol=1e-10)
+    assert_allclose(H2, twin["H"], rtol=1e-10, atol=1e-10)
