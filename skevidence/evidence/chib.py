@@ -186,7 +186,8 @@ def _discriminating_order(W_star, HT_star, lam_w, cap=LABEL_SEPARATION):
     Swapping components :math:`r, r'` in row :math:`i` costs, under the
     conditionals at the point (:math:`s_{ir} \approx W^*_{ir} b_r`,
     :math:`b_r = \lambda_w + \sum_j H^*_{rj}`),
-    :math:`\Delta_i(r, r') = b_r\,\mathrm{KL}(W^*_{ir}, W^*_{ir'}) + b_{r'}\,\mathrm{KL}(W^*_{ir'}, W^*_{ir})`
+    :math:`\Delta_i(r, r') = b_r\,\mathrm{KL}(W^*_{ir}, W^*_{ir'})
+    + b_{r'}\,\mathrm{KL}(W^*_{ir'}, W^*_{ir})`
     nats, with :math:`\mathrm{KL}(x, y) = x \log(x/y) - x + y`. Rows are taken
     greedily by their gain in :math:`\sum_{r<r'} \min(D_{rr'}, \text{cap})`, :math:`D`
     the separation accumulated by the rows already taken; once no row adds
@@ -207,7 +208,8 @@ def _discriminating_order(W_star, HT_star, lam_w, cap=LABEL_SEPARATION):
     separation = np.zeros(delta.shape[1])
     order, left = [], list(range(n_rows))
     while left:
-        gains = np.minimum(separation + delta[left], cap).sum(axis=1) - np.minimum(separation, cap).sum()
+        capped = np.minimum(separation + delta[left], cap).sum(axis=1)
+        gains = capped - np.minimum(separation, cap).sum()
         best = int(np.argmax(gains))
         if gains[best] <= 0:
             break
@@ -226,10 +228,9 @@ class _Sampler:
     def __init__(self, rows, cols, counts, lam_w, lam_h, n_components):
         self.rows, self.cols, self.counts = rows, cols, counts
         self.lam_w, self.lam_h = lam_w, lam_h
-        self.perms = np.array(
-            list(permutations(range(n_components))) if n_components <= MAX_EXACT_RELABEL_RANK else [],
-            dtype=np.int64,
-        ).reshape(-1, n_components)
+        exact = n_components <= MAX_EXACT_RELABEL_RANK
+        perms = list(permutations(range(n_components))) if exact else []
+        self.perms = np.array(perms, dtype=np.int64).reshape(-1, n_components)
         self.n_sweeps = 0
         self.n_relabelled = 0
 
@@ -452,6 +453,9 @@ def chib_log_evidence_nmf(
     result : EvidenceResult
         ``method="chib"``. ``n_likelihood_evaluations`` counts the non-zero
         entries visited by all sweeps (the zeros enter in closed form).
+        ``posterior_mean`` is the point, ``(W, H)`` of shapes (I, R) and
+        (R, J): the mean of the kept main-run draws, each component taken at
+        its most probable scale along :math:`(c\,w_r, h_r / c)` first.
         ``diagnostics`` holds the terms of the identity (``log_likelihood``,
         ``log_prior``, ``log_ordinate_w``, ``log_ordinate_h``,
         ``log_label_permutations``), the blocks with their ordinates,
@@ -468,17 +472,22 @@ def chib_log_evidence_nmf(
     Notes
     -----
     **Label switching.** The posterior is invariant under the :math:`R!`
-    permutations of the components. The sampler stays in the mode of the
-    point (the main run's chunks and every reduced run start from a state
-    relabelled to it, by the Hungarian algorithm on the rank-one terms
-    :math:`w_r h_r^\top`), so it estimates that mode's ordinate, :math:`R!`
-    times the symmetric posterior's when the modes are separated:
-    :math:`\log R!` is added (Neal 1999; Frühwirth-Schnatter 2004). When
-    components are nearly exchangeable, typically redundant components of an
-    over-fitted rank, the modes overlap and the correction overestimates
-    the evidence by up to :math:`\log k!` for :math:`k` such components.
-    ``diagnostics["relabelled_runs"]`` counts the chunks and runs that
-    started from switched labels.
+    permutations of the components; the sampler is kept in the mode of the
+    point and estimates that mode's ordinate, :math:`R!` times the symmetric
+    posterior's when the modes are separated, so :math:`\log R!` is added
+    (Neal 1999; Frühwirth-Schnatter 2004). Three things keep it there: runs
+    with no row of W fixed (the main run, the pilot, the first block)
+    relabel the components after every sweep to the running mean or the
+    point (a move that leaves the symmetric posterior invariant; matched on
+    the rank-one terms :math:`w_r h_r^\top`); every reduced run starts from
+    a relabelled state; and the blocks take first the rows that tell the
+    components of :math:`W^*` apart (their swap costs the most log density),
+    so that the later runs, which cannot be relabelled, are pinned. When
+    components are nearly exchangeable (redundant components of an
+    over-fitted rank that no row tells apart) the modes overlap and the
+    correction overestimates the evidence by up to :math:`\log k!` for
+    :math:`k` such components. ``diagnostics["relabelled_sweeps"]`` and
+    ``["relabelled_runs"]`` count the relabellings.
 
     **Standard error and bias.** Each average's Monte-Carlo error is the
     batch-means / autocorrelation-time variance of the mean of its rescaled
@@ -491,9 +500,11 @@ def chib_log_evidence_nmf(
     ``["h_ess_min"]``). Over-fitted ranks are the hard case: redundant
     components form ridges that the Gibbs sampler crosses slowly and along
     which the conditionals are far narrower than the posterior, so their
-    estimates come out too high unless ``n_reduced`` is raised (on a 40 x 30
-    matrix of rank 3, rank 4 needs about 20000 to 80000). Integer data only;
-    for real-valued data use :func:`~skevidence.sti_log_evidence`.
+    estimates come out too high unless ``n_reduced`` is raised (on 40 x 30
+    or 60 x 40 matrices of rank 3, rank 4 wants about 40000). A chain
+    trapped in a minor mode (beyond the label symmetry) makes the estimate
+    too low; compare ``random_state`` values when in doubt. Integer data
+    only; for real-valued data use :func:`~skevidence.sti_log_evidence`.
 
     References
     ----------
@@ -597,9 +608,14 @@ def chib_log_evidence_nmf(
             UserWarning,
             stacklevel=2,
         )
+    # The point in the caller's layout: undo the row order, then the transpose.
+    W_mean = np.empty_like(W_star)
+    W_mean[row_order] = W_star
+    posterior_mean = (HT_star, W_mean.T) if transposed else (W_mean, HT_star.T)
     return EvidenceResult(
         log_evidence=log_evidence,
         std_error=std_error,
+        posterior_mean=tuple(np.ascontiguousarray(a) for a in posterior_mean),
         method="chib",
         n_likelihood_evaluations=rows.size * sampler.n_sweeps,
         wall_time=time.perf_counter() - start,

@@ -253,7 +253,7 @@ def _modal_scale(dim_difference, a, b):
 
 @njit(cache=True, fastmath=FASTMATH)
 def _log_gamma_density(x, s, rate):
-    r""":math:`\log \mathcal{G}(x;\ 1 + s,\ \text{rate})` (shape, rate) for an integer ``s >= 0``."""
+    r""":math:`\log \mathcal{G}(x;\ 1 + s,\ \text{rate})` (shape, rate), integer ``s >= 0``."""
     out = (1.0 + s) * math.log(rate) - math.lgamma(1.0 + s) - rate * x
     if s > 0:
         out += s * math.log(x)
@@ -372,7 +372,8 @@ def gibbs_nmf_sweeps(
                 rate = prior_rate_h + w_sums
                 for j in range(n_cols):
                     if block_end < 0:
-                        unit_log_density[sweep, j] = row_log_gamma_density(target, col_stats, rate, j)
+                        value = row_log_gamma_density(target, col_stats, rate, j)
+                        unit_log_density[sweep, j] = value
                     else:
                         unit_log_density[sweep, j] = _log_gamma_density(
                             target[j, block_end], col_stats[j, block_end], rate[block_end]

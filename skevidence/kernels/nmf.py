@@ -388,7 +388,7 @@ def _serial_twin(kernel):
     kernel. A distinct ``__qualname__`` keeps numba's on-disk cache entries
     of the two apart.
     """
-    func = kernel.py_func
+    func = getattr(kernel, "py_func", kernel)  # a plain function under NUMBA_DISABLE_JIT
     twin = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial", func.__defaults__)
     twin.__qualname__ = func.__qualname__ + "_serial"
     twin.__doc__ = func.__doc__
