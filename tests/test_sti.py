@@ -224,3 +224,28 @@ def test_posterior_mean_of_the_last_chain(seed):
     # 2000 kept samples of a chain that decorrelates within ~100 steps: the
     # Monte-Carlo error of the mean is well below half a posterior sd.
     np.testing.assert_array_less(np.abs(result.posterior_mean - mean), 0.5 * np.sqrt(np.diag(cov)))
+
+
+def test_warns_when_the_integrand_decreases():
+    """A chain runner whose traces fall with t (chains stuck off equilibrium) triggers a warning."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skevidence.evidence import ChainTrace
+
+    class StuckRunner:
+        batch_size = 10
+
+        def initial_state(self, rng):
+            return np.zeros(1)
+
+        def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
+            kept = -100.0 * temperature + rng.normal(size=n_samples - n_burnin)
+            return state, ChainTrace(kept, n_samples * 10, 1e-3)
+
+    class StuckModel(GaussianAdditive):
+        def chain_runner(self, X, y, *, sampler, batch_size):
+            return StuckRunner()
+
+    x = np.random.default_rng(0).normal(size=100)
+    with pytest.warns(ConvergenceWarning, match="did not equilibrate"):
+        sti_log_evidence(StuckModel(1), x, temperatures=3, n_samples=100, n_burnin=10, random_state=0)

@@ -2,8 +2,10 @@
 
 import numbers
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .._config import PSGLD_SIGMA, REWEIGHT_MIN_ESS, STEP_DECAY
 from .._progress import progress
@@ -73,6 +75,28 @@ def _reweighted_prior(prior, temperature, rng):
     # Delta-method variance of a self-normalised importance-sampling mean.
     variance = (w**2) @ (log_lik - mean) ** 2
     return mean, variance, draws[rng.choice(w.size, p=w)].copy(), w @ draws
+
+
+def _warn_if_not_increasing(temperatures, means, variances):
+    """Warn when the estimated integrand decreases: chains that did not equilibrate.
+
+    :math:`f(t) = E_t[\log p(x|\theta)]` has derivative
+    :math:`\mathrm{Var}_t(\log p(x|\theta)) \ge 0`; an estimate that falls
+    by more than 4 combined standard errors between two temperatures cannot
+    be Monte-Carlo noise.
+    """
+    drops = np.diff(means) < -4.0 * np.sqrt(variances[:-1] + variances[1:])
+    if drops.any():
+        i = int(np.argmax(drops))
+        warnings.warn(
+            "The estimated expected log-likelihood decreases from "
+            f"t={temperatures[i]:.3g} ({means[i]:.6g}) to t={temperatures[i + 1]:.3g} "
+            f"({means[i + 1]:.6g}), which it cannot do at equilibrium: the chains did not "
+            "equilibrate and the evidence is unreliable. Increase n_samples and n_burnin, "
+            "or lower step_size.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
 
 
 def _check_positive_int(name, value):
@@ -250,6 +274,7 @@ def sti_log_evidence(
     finally:
         report.close()
 
+    _warn_if_not_increasing(ts, means, variances)
     weights = trapezoid_weights(ts)
     n_kept = n_samples - n_burnin
     return EvidenceResult(
