@@ -13,6 +13,7 @@ __all__ = [
     "PSGLD_SIGMA",
     "STEP_DECAY",
     "LADDER_ATOL",
+    "LOG_SGLD_STEP",
     "REWEIGHT_MIN_ESS",
 ]
 
@@ -43,3 +44,6 @@ REWEIGHT_MIN_ESS = 0.5
 #: twins to rounding and detect non-finite values, which fastmath's
 #: no-NaN/no-inf assumptions would break.
 FASTMATH = False
+
+#: Step size (log units) of log-space SGLD after burn-in with step_size="auto".
+LOG_SGLD_STEP = 0.01

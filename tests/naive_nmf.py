@@ -67,6 +67,8 @@ class PyXoshiro:
 def _update(theta, v, g_lik, xi, *, eps, lik_scale, mean_scale, lam, psgld, init_v, adapt_v,
             alpha, sigma):
     g = lik_scale * g_lik - lam
+    if psgld == "log":  # SGLD on log(theta), fixed preconditioner v
+        return theta * np.exp(eps * v * (theta * g + 1.0) + np.sqrt(2.0 * eps * v) * xi)
     if psgld:
         gb = mean_scale * g_lik
         if init_v:
@@ -94,7 +96,7 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
     I, J = X.shape
     R = W.shape[1]
     B = len(row_bounds) - 1
-    psgld = sampler == "psgld"
+    psgld = "log" if sampler == "logsgld" else sampler == "psgld"
     schedule = StepSizeSchedule(step_a, step_b, n_burnin)
     states = seed_streams(seed_seq, B + 1)
     master = PyXoshiro(states[0])
@@ -104,6 +106,9 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
     lgamma = np.array([[sum(math.lgamma(x + 1.0) for x in X[rg[g], cg[h]].ravel())
                         for h in range(B)] for g in range(B)])
     vW, vH = np.zeros_like(W), np.zeros_like(H)
+    if sampler == "logsgld":
+        vW[...] = (1.0 / (1.0 + temperature * X.sum(axis=1)))[:, None]
+        vH[...] = (1.0 / (1.0 + temperature * X.sum(axis=0)))[None, :]
     W_sum, H_sum = np.zeros_like(W), np.zeros_like(H)
     kept = []
     n_evals = 0

@@ -21,7 +21,7 @@ from skevidence.kernels import _rng
 # (I, J, R, B): B = 1, even and uneven groups, B = min(I, J).
 SHAPES = [(7, 5, 2, 1), (10, 8, 3, 2), (13, 11, 2, 3), (9, 12, 4, 4), (6, 5, 1, 5)]
 # (sampler, freeze, step_a): steps that move W, H by O(1) in 20 iterations.
-SAMPLERS = [("sgld", True, 1e-4), ("psgld", True, 1e-6), ("psgld", False, 1e-6)]
+SAMPLERS = [("sgld", True, 1e-4), ("psgld", True, 1e-6), ("psgld", False, 1e-6), ("logsgld", True, 0.05)]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -104,7 +104,7 @@ _TWINS = {}
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("temperature", [0.3, 1.0])
-@pytest.mark.parametrize("sampler, freeze, step_a", SAMPLERS, ids=["sgld", "psgld-freeze", "psgld"])
+@pytest.mark.parametrize("sampler, freeze, step_a", SAMPLERS, ids=["sgld", "psgld-freeze", "psgld", "logsgld"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_kernel_matches_twin(shape, sampler, freeze, step_a, temperature, sparse):
     I, J, R, B = shape
@@ -141,10 +141,11 @@ def test_dense_and_sparse_kernels_agree():
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
+@pytest.mark.parametrize("sampler, step_a", [("psgld", 1e-6), ("logsgld", 0.05)])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_results_do_not_depend_on_thread_count(sparse):
+def test_results_do_not_depend_on_thread_count(sparse, sampler, step_a):
     X, W, H = _problem(23, 19, 3, seed=3)
-    settings = _settings(n_samples=50, n_burnin=10)
+    settings = _settings(sampler, step_a=step_a, n_samples=50, n_burnin=10)
     runs = []
     previous = numba.get_num_threads()
     try:
@@ -195,6 +196,38 @@ def test_mirroring_keeps_factors_nonnegative(sparse):
     for A in (W_end, H_end, result.W_mean, result.H_mean):
         assert np.all(A >= 0.0) and np.all(np.isfinite(A))
     assert np.all(np.isfinite(result.log_likelihood))
+
+
+def test_logsgld_samples_the_prior_at_t0_and_stays_positive():
+    # At t = 0 log-space SGLD targets the Exp(lambda) prior: check its first two moments.
+    X, W, H = _problem(20, 15, 2, seed=6)
+    lam_w, lam_h = 1.0, 2.0
+    data = NMFData.from_array(X, 3)
+    W, H = W.copy(), H.copy()
+    result = run_nmf_chain(data, W, H, seed_seq=np.random.SeedSequence(3),
+                           **_settings("logsgld", step_a=0.02, step_b=0.0, temperature=0.0,
+                                       lam_w=lam_w, lam_h=lam_h, n_samples=20000, n_burnin=1000))
+    assert np.all(W > 0.0) and np.all(H > 0.0)
+    assert abs(result.W_mean.mean() * lam_w - 1.0) < 0.1
+    assert abs(result.H_mean.mean() * lam_h - 1.0) < 0.1
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_logsgld_divergence_raises(sparse):
+    # A huge log-space step sends entries to 0 or infinity: a divergence, not a ZeroDivisionError.
+    X, W, H = _problem(10, 8, 2, seed=1)
+    data = NMFData.from_array(sp.csr_array(X) if sparse else X, 2)
+    with pytest.raises(SamplerDivergenceError, match="step_size"):
+        run_nmf_chain(data, W.copy(), H.copy(), seed_seq=np.random.SeedSequence(0),
+                      **_settings("logsgld", step_a=50.0, step_b=0.0, n_samples=500))
+
+
+def test_logsgld_needs_positive_factors():
+    X, W, H = _problem(6, 5, 2, seed=0)
+    W[0, 0] = 0.0
+    with pytest.raises(ValueError, match="strictly positive"):
+        run_nmf_chain(NMFData.from_array(X, 2), W, H, seed_seq=np.random.SeedSequence(0),
+                      **_settings("logsgld", step_a=0.01))
 
 
 def test_block_bounds():

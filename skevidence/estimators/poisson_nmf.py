@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
+from ..samplers import Sampler
 from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
 __all__ = ["PoissonNMF"]
@@ -50,8 +51,10 @@ class PoissonNMF(
     n_blocks : int or "auto", default="auto"
         Row and column groups :math:`B` of the block-parallel sampler;
         ``"auto"`` is ``min(5, n_samples, n_features)``.
-    sampler : {"psgld", "sgld"} or Sampler, default="psgld"
-        SG-MCMC update rule.
+    sampler : {"psgld", "sgld", "logsgld"} or Sampler, default="psgld"
+        SG-MCMC update rule. ``"logsgld"`` (SGLD on :math:`\log W, \log H`
+        with a fixed data-given preconditioner) is the one that agrees with
+        the closed-form rank-1 evidence; see the user guide.
     prior_rate_h : float or None, default=None
         Rate :math:`\lambda_h` of the prior on ``H``; ``None`` means ``prior_rate``.
     temperatures : int or array-like, default=20
@@ -123,6 +126,7 @@ class PoissonNMF(
         "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
         "n_reduced": [Interval(Integral, 1, None, closed="left")],
         **STI_PARAMETER_CONSTRAINTS,
+        "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
     }
 
     def __init__(

@@ -85,6 +85,11 @@ class GradientChainRunner:
     """
 
     def __init__(self, model, X, y, *, sampler, batch_size):
+        if sampler.requires_positive and model.nonnegative is not True:
+            raise ValueError(
+                f"The {sampler.name} sampler needs every parameter to be positive; "
+                f"{type(model).__name__} does not declare nonnegative = True. Use 'psgld' or 'sgld'."
+            )
         self.model, self.X, self.y = model, X, y
         self.sampler = sampler
         self.n_data = model.n_data(X, y)

@@ -73,7 +73,8 @@ __all__ = [
 #: Kernel status codes.
 _OK, _NONFINITE_STATE, _NONFINITE_LOGLIK = 0, 1, 2
 
-_SAMPLERS = ("sgld", "psgld")
+_SAMPLERS = ("sgld", "psgld", "logsgld")
+_SGLD, _PSGLD, _LOGSGLD = 0, 1, 2
 
 
 # --------------------------------------------------------------------------
@@ -112,10 +113,14 @@ def _max_size(bounds):
 @njit(cache=True, fastmath=FASTMATH)
 def _langevin_update(theta, v, g_lik, noise, eps, lik_scale, mean_scale, lam,
                      psgld, init_v, adapt_v, alpha, sigma):
-    """SGLD / pSGLD update of one factor block in place, then mirroring.
+    r"""SGLD / pSGLD / log-space SGLD update of one factor block in place.
 
+    ``psgld`` is the update code (``_SGLD``, ``_PSGLD``, ``_LOGSGLD``).
     ``theta``, ``v`` and ``g_lik`` have the same 2-D shape; ``noise`` is flat,
-    row-major. Returns ``False`` if any new entry is not finite.
+    row-major. SGLD and pSGLD mirror at zero; log-space SGLD updates
+    :math:`u = \log\theta` with the fixed preconditioner held in ``v`` (see
+    :func:`run_nmf_chain`) and needs no mirroring. Returns ``False`` if any
+    new entry is not finite.
     """
     ok = True
     n0, n1 = theta.shape
@@ -125,7 +130,14 @@ def _langevin_update(theta, v, g_lik, noise, eps, lik_scale, mean_scale, lam,
             gl = g_lik[a, c]
             g = lik_scale * gl - lam
             xi = noise[a * n1 + c]
-            if psgld:
+            if psgld == _LOGSGLD:
+                # Target of u = log(theta): p(e^u) e^u, so d/du = theta * g + 1.
+                G = v[a, c]
+                w = theta[a, c]
+                new = w * np.exp(eps * G * (w * g + 1.0) + np.sqrt(2.0 * eps * G) * xi)
+                if new == 0.0:  # underflow: log(theta) has diverged to -inf
+                    ok = False
+            elif psgld == _PSGLD:
                 gb = mean_scale * gl
                 if init_v:
                     v[a, c] = gb * gb
@@ -190,7 +202,8 @@ def _block_dense(X, W, H, Hb, V, gW, gH, i0, i1, j0, j1, keep):
             if x != 0.0:
                 if keep:
                     ll += x * np.log(v) - v
-                V[i - i0, j - j0] = x / v - 1.0
+                # v == 0 (an underflowed product): an infinite gradient, reported as a divergence
+                V[i - i0, j - j0] = (x / v if v > 0.0 else np.inf) - 1.0
             else:
                 if keep:
                     ll -= v
@@ -231,7 +244,7 @@ def _block_sparse(rows, cols, vals, start, stop, W, H, HbT, gW, gH, sW, sH, i0, 
             v += W[rows[e], r] * HbT[jj, r]
         if keep:
             ll += x * np.log(v)
-        ratio = x / v
+        ratio = x / v if v > 0.0 else np.inf
         for r in range(R):
             gW[ii, r] += ratio * HbT[jj, r]
             gH[r, jj] += ratio * W[rows[e], r]
@@ -458,7 +471,7 @@ def _check_bounds(bounds, n, n_blocks, what):
 
 
 def group_by_blocks(X, row_bounds, col_bounds, n_blocks):
-    """Non-zeros of a sparse matrix grouped by block, for the sparse kernel.
+    r"""Non-zeros of a sparse matrix grouped by block, for the sparse kernel.
 
     Block ``(g, h)`` (row group ``g``, column group ``h``) has id ``g * B + h``.
 
@@ -510,7 +523,7 @@ def group_by_blocks(X, row_bounds, col_bounds, n_blocks):
 
 @dataclass(frozen=True, eq=False)
 class NMFData:
-    """A count matrix prepared once for the NMF kernels, reused at every temperature.
+    r"""A count matrix prepared once for the NMF kernels, reused at every temperature.
 
     Build it with :meth:`from_array`. Holds the block bounds, the per-block
     :math:`\\sum \\log\\Gamma(x + 1)`, and either the dense matrix ``X`` or the
@@ -537,6 +550,20 @@ class NMFData:
     def n_data(self):
         """Number of data ``N = I J`` (zeros included)."""
         return self.shape[0] * self.shape[1]
+
+    @property
+    def row_sums(self):
+        r"""Row sums :math:`x_{i\cdot}` of ``X``, shape ``(I,)``."""
+        if self.is_sparse:
+            return np.bincount(self.rows, weights=self.vals, minlength=self.shape[0])
+        return self.X.sum(axis=1)
+
+    @property
+    def col_sums(self):
+        r"""Column sums :math:`x_{\cdot j}` of ``X``, shape ``(J,)``."""
+        if self.is_sparse:
+            return np.bincount(self.cols, weights=self.vals, minlength=self.shape[1])
+        return self.X.sum(axis=0)
 
     @property
     def nnz(self):
@@ -674,8 +701,15 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
     step_a, step_b : float
         Step sizes :math:`\epsilon_k = (a / \min(k, K_b))^b` (``a`` if ``b == 0``),
         as :class:`~skevidence.samplers.StepSizeSchedule`.
-    sampler : {"sgld", "psgld"}
-        Update rule.
+    sampler : {"sgld", "psgld", "logsgld"}
+        Update rule. ``"logsgld"`` is SGLD on :math:`\log W, \log H` (target
+        :math:`p_t(\theta)\prod\theta`, the Jacobian included) preconditioned
+        by the fixed, data-given :math:`1/(1 + t\,x_{i\cdot})` for row ``i`` of
+        ``W`` and :math:`1/(1 + t\,x_{\cdot j})` for column ``j`` of ``H``: the
+        inverse log-space curvature of the rank-1 Gamma conditionals, so that
+        one step size (about 0.01) suits every entry at every temperature.
+        The preconditioner does not depend on the state, so no correction
+        term is needed; ``W`` and ``H`` must be strictly positive.
     alpha, sigma : float
         pSGLD decay and floor (ignored by SGLD).
     freeze : bool, default=True
@@ -733,7 +767,16 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
     log_lik = np.empty(n_kept)
     W_sum = np.zeros_like(Wk)
     H_sum = np.zeros_like(Hk)
-    settings = (temperature, n_samples, n_burnin, step_a, step_b, sampler == "psgld", alpha,
+    mode = {"sgld": _SGLD, "psgld": _PSGLD, "logsgld": _LOGSGLD}[sampler]
+    if mode == _LOGSGLD:
+        if np.any(Wk == 0.0) or np.any(Hk == 0.0):
+            raise ValueError("sampler='logsgld' needs strictly positive W and H.")
+        # Fixed preconditioner 1 / (1 + t x_i.) on log W[i, :] and 1 / (1 + t x_.j) on
+        # log H[:, j]: the inverse curvature of the rank-1 conditional Gamma(1 + t x_i., .)
+        # in log space, an upper bound of the curvature for R > 1.
+        vW[...] = (1.0 / (1.0 + temperature * data.row_sums))[:, None]
+        vH[...] = (1.0 / (1.0 + temperature * data.col_sums))[None, :]
+    settings = (temperature, n_samples, n_burnin, step_a, step_b, mode, alpha,
                 sigma, bool(freeze), lam_w, lam_h, log_lik, W_sum, H_sum)
     parallel = numba.get_num_threads() > 1
     if data.is_sparse:

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..evidence._runner import ChainTrace
 from ..kernels.nmf import run_nmf_chain
-from ..samplers import PSGLD, SGLD
+from ..samplers import PSGLD, SGLD, LogSGLD
 
 __all__ = ["NMFChainRunner"]
 
@@ -27,9 +27,9 @@ class NMFChainRunner:
     """
 
     def __init__(self, model, data, *, sampler):
-        if not isinstance(sampler, (SGLD, PSGLD)):
+        if not isinstance(sampler, (SGLD, PSGLD, LogSGLD)):
             raise ValueError(
-                f"Poisson NMF runs SGLD or pSGLD inside its kernel; got the sampler {sampler!r}."
+                f"Poisson NMF runs SGLD, pSGLD or log-space SGLD inside its kernel; got the sampler {sampler!r}."
             )
         self.model, self.data, self.sampler = model, data, sampler
         n_rows, n_cols = data.shape
@@ -37,6 +37,8 @@ class NMFChainRunner:
 
     def _kernel_args(self):
         sampler = self.sampler
+        if isinstance(sampler, LogSGLD):
+            return dict(sampler="logsgld")
         if isinstance(sampler, PSGLD):
             return dict(sampler="psgld", alpha=sampler.alpha, sigma=sampler.sigma, freeze=sampler.adapt == "burnin")
         return dict(sampler="sgld")

@@ -2,16 +2,17 @@
 
 from ._base import Sampler, mirror
 from ._schedule import StepSizeSchedule
+from .log_sgld import LogSGLD
 from .psgld import PSGLD
 from .sgld import SGLD
 
-__all__ = ["PSGLD", "SGLD", "Sampler", "StepSizeSchedule", "get_sampler", "mirror"]
+__all__ = ["LogSGLD", "PSGLD", "SGLD", "Sampler", "StepSizeSchedule", "get_sampler", "mirror"]
 
-_BY_NAME = {"sgld": SGLD, "psgld": PSGLD}
+_BY_NAME = {"sgld": SGLD, "psgld": PSGLD, "logsgld": LogSGLD}
 
 
 def get_sampler(sampler):
-    """Return a :class:`Sampler` from its name (``"sgld"``, ``"psgld"``) or itself."""
+    """Return a :class:`Sampler` from its name (``"sgld"``, ``"psgld"``, ``"logsgld"``) or itself."""
     if isinstance(sampler, Sampler):
         return sampler
     if isinstance(sampler, str) and sampler.lower() in _BY_NAME:

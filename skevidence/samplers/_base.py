@@ -19,6 +19,9 @@ class Sampler(ABC):
     #: Short name used in results and messages.
     name = "sampler"
 
+    #: Whether the update only makes sense for strictly positive parameters.
+    requires_positive = False
+
     def init_state(self, theta):
         """Per-chain memory for a chain starting at ``theta``."""
         return None
