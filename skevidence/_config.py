@@ -14,6 +14,7 @@ __all__ = [
     "STEP_DECAY",
     "LADDER_ATOL",
     "LOG_SGLD_STEP",
+    "PARALLEL_MIN_PART",
     "REWEIGHT_MIN_ESS",
 ]
 
@@ -47,3 +48,7 @@ FASTMATH = False
 
 #: Step size (log units) of log-space SGLD after burn-in with step_size="auto".
 LOG_SGLD_STEP = 0.01
+
+#: Fewest entries in a part for the NMF kernel to run its blocks in parallel;
+#: below it the per-iteration fork/join of the threads costs more than it saves.
+PARALLEL_MIN_PART = 20_000

@@ -143,7 +143,11 @@ def test_dense_and_sparse_kernels_agree():
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
 @pytest.mark.parametrize("sampler, step_a", [("psgld", 1e-6), ("logsgld", 0.05)])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_results_do_not_depend_on_thread_count(sparse, sampler, step_a):
+def test_results_do_not_depend_on_thread_count(sparse, sampler, step_a, monkeypatch):
+    import skevidence.kernels.nmf as kernels
+
+    # Small parts normally run serially; force the parallel kernel for 2 threads.
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)
     X, W, H = _problem(23, 19, 3, seed=3)
     settings = _settings(sampler, step_a=step_a, n_samples=50, n_burnin=10)
     runs = []

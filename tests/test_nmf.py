@@ -54,7 +54,10 @@ def test_dense_and_sparse_input_give_the_same_evidence():
         np.testing.assert_allclose(sparse.components_, dense.components_, rtol=1e-7, atol=1e-10)
 
 
-def test_same_seed_same_result_for_any_thread_count():
+def test_same_seed_same_result_for_any_thread_count(monkeypatch):
+    import skevidence.kernels.nmf as kernels
+
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)  # run the parallel kernel at 2 threads
     X = _nmf_data(3)
     results = []
     previous = numba.get_num_threads()

@@ -56,7 +56,7 @@ import numba
 from numba import njit, prange
 from scipy.special import gammaln
 
-from .._config import FASTMATH, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
+from .._config import FASTMATH, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
 from ..exceptions import SamplerDivergenceError
 from ._rng import fill_standard_normal, seed_streams, uniform_index
 
@@ -778,7 +778,11 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
         vH[...] = (1.0 / (1.0 + temperature * data.col_sums))[None, :]
     settings = (temperature, n_samples, n_burnin, step_a, step_b, mode, alpha,
                 sigma, bool(freeze), lam_w, lam_h, log_lik, W_sum, H_sum)
-    parallel = numba.get_num_threads() > 1
+    # The parallel runtime forks and joins every iteration: worth it only for
+    # parts with enough entries (and fragile when other processes load the
+    # cores). Both kernels give bitwise the same numbers.
+    I_, J_ = data.shape
+    parallel = numba.get_num_threads() > 1 and I_ * J_ // data.n_blocks >= PARALLEL_MIN_PART
     if data.is_sparse:
         kernel = _nmf_chain_sparse if parallel else _nmf_chain_sparse_serial
         status, k, n_evals = kernel(
