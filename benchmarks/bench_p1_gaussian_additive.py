@@ -22,10 +22,8 @@ see ``benchmarks/README.md`` for what the columns mean.
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy import integrate
@@ -35,6 +33,8 @@ from skevidence import exact_log_evidence, sti_log_evidence
 from skevidence.evidence import temperature_ladder
 from skevidence.exceptions import SamplerDivergenceError
 from skevidence.models import GaussianAdditive
+
+from _environment import blas_gflops, blas_threads, git_state
 
 # ---------------------------------------------------------------- protocol P1
 MU, PRIOR_VAR, NOISE_VAR = 5.0, 3.0, 5.0
@@ -87,45 +87,7 @@ def exact_integrand_check(x, n_components, exact):
     return abs(total - exact)
 
 
-# --------------------------------------------------------------- environment
-def blas_gflops(n=1000, repeats=5):
-    """Best and median GFLOP/s of an n x n float64 np.dot (2 n^3 flops)."""
-    rng = np.random.default_rng(12345)
-    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-    np.dot(a, b)  # warm-up (thread pool start-up)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        np.dot(a, b)
-        times.append(time.perf_counter() - t0)
-    flops = 2.0 * n**3
-    return flops / min(times) / 1e9, flops / float(np.median(times)) / 1e9
-
-
-def blas_threads():
-    try:
-        from threadpoolctl import threadpool_info
-
-        return ",".join(f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info() if i["user_api"] == "blas")
-    except Exception:  # threadpoolctl is optional here
-        return "?"
-
-
-def git_state():
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "skevidence"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        return f"git {head}, skevidence/ {'has uncommitted changes' if dirty else 'clean'}"
-    except Exception:
-        return "git state unknown"
-
-
-# ----------------------------------------------------------------- the runs
+# --------------------------------------------------------------- data
 def make_data(true_r, seed):
     """theta and x drawn from the model; the stream depends on (seed, true R) only."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, true_r]))

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numba
 import numpy as np
@@ -45,6 +44,8 @@ from skevidence.exceptions import SamplerDivergenceError
 from skevidence.kernels._rng import fill_standard_normal, seed_streams
 from skevidence.kernels.nmf import NMFData, run_nmf_chain
 from skevidence.samplers import StepSizeSchedule
+
+from _environment import blas_gflops, blas_threads, git_state
 
 # ---------------------------------------------------------------- protocol P2
 N_ROWS, N_COLS, PRIOR_RATE = 100, 75, 5.0
@@ -76,54 +77,6 @@ def config_name(ladder, sampler):
 
 
 # --------------------------------------------------------------- environment
-def blas_gflops(n=1000, repeats=5, threads=None):
-    """Best and median GFLOP/s of an n x n float64 np.dot (2 n^3 flops); ``threads`` caps BLAS."""
-    rng = np.random.default_rng(12345)
-    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-
-    def measure():
-        np.dot(a, b)  # warm-up (thread pool start-up)
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            np.dot(a, b)
-            times.append(time.perf_counter() - t0)
-        flops = 2.0 * n**3
-        return flops / min(times) / 1e9, flops / float(np.median(times)) / 1e9
-
-    if threads is None:
-        return measure()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return np.nan, np.nan
-    with threadpool_limits(limits=threads, user_api="blas"):
-        return measure()
-
-
-def blas_threads():
-    try:
-        from threadpoolctl import threadpool_info
-
-        return ",".join(f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info() if i["user_api"] == "blas")
-    except Exception:  # threadpoolctl is optional here
-        return "?"
-
-
-def git_state():
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "skevidence"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        return f"git {head}, skevidence/ {'has uncommitted changes' if dirty else 'clean'}"
-    except Exception:
-        return "git state unknown"
-
-
 _COMPILE_PROBE = """
 import json, time
 t0 = time.perf_counter()

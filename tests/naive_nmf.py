@@ -10,6 +10,7 @@ rounding.
 import math
 
 import numpy as np
+from scipy.special import gammaln
 
 from skevidence.kernels._rng import seed_streams
 from skevidence.samplers import StepSizeSchedule
@@ -94,7 +95,6 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
     W = np.array(W, dtype=float)
     H = np.array(H, dtype=float)
     I, J = X.shape
-    R = W.shape[1]
     B = len(row_bounds) - 1
     psgld = "log" if sampler == "logsgld" else sampler == "psgld"
     schedule = StepSizeSchedule(step_a, step_b, n_burnin)
@@ -154,3 +154,30 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
         "step_size": schedule(n_samples),
         "n_likelihood_evaluations": n_evals,
     }
+
+
+def naive_prior_scores(X, n_components, n_draws, *, lam_w, lam_h, row_bounds, col_bounds, streams):
+    """NumPy twin of :func:`skevidence.kernels.nmf.score_nmf_prior`, on the same streams."""
+    X = np.asarray(X, dtype=float)
+    I, J = X.shape
+    B = len(row_bounds) - 1
+    draws, parts = PyXoshiro(streams[1]), PyXoshiro(streams[0])
+    lgamma = gammaln(X + 1.0)
+    scores, W_sum, H_sum = np.empty(n_draws), np.zeros((I, n_components)), np.zeros((n_components, J))
+    for k in range(n_draws):
+        W = np.array([-math.log(draws.next_double()) / lam_w for _ in range(I * n_components)]).reshape(I, -1)
+        H = np.array([-math.log(draws.next_double()) / lam_h for _ in range(n_components * J)]).reshape(-1, J)
+        W_sum += W
+        H_sum += H
+        p = parts.uniform_index(B)
+        total, n_s = 0.0, 0
+        for b in range(B):
+            c = (b + p) % B
+            rs = slice(row_bounds[b], row_bounds[b + 1])
+            cs = slice(col_bounds[c], col_bounds[c + 1])
+            V = W[rs] @ H[:, cs]
+            x = X[rs, cs]
+            total += np.sum(np.where(x > 0, x * np.log(V), 0.0) - V - lgamma[rs, cs])
+            n_s += x.size
+        scores[k] = total * I * J / n_s
+    return scores, W_sum / n_draws, H_sum / n_draws, W, H

@@ -4,7 +4,7 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from naive_nmf import PyXoshiro, naive_nmf_chain
+from naive_nmf import PyXoshiro, naive_nmf_chain, naive_prior_scores
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import gammaln
 
@@ -301,3 +301,21 @@ def test_state_is_updated_in_place_and_chains_warm_start():
                            seed_seq=np.random.SeedSequence(1), **settings)
     assert_allclose(W2, twin["W"], rtol=1e-10, atol=1e-10)
     assert_allclose(H2, twin["H"], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("I, J, R, B", SHAPES)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_prior_scoring_matches_twin(I, J, R, B, sparse):
+    from skevidence.kernels.nmf import score_nmf_prior
+
+    X, _, _ = _problem(I, J, R, seed=I + J)
+    data = NMFData.from_array(sp.csr_array(X) if sparse else X, B)
+    result, W, H = score_nmf_prior(data, R, 7, lam_w=1.5, lam_h=0.7, seed_seq=np.random.SeedSequence(11))
+    streams = _rng.seed_streams(np.random.SeedSequence(11), 2)
+    scores, W_mean, H_mean, W_last, H_last = naive_prior_scores(
+        X, R, 7, lam_w=1.5, lam_h=0.7, row_bounds=data.row_bounds, col_bounds=data.col_bounds, streams=streams
+    )
+    assert_allclose(result.log_likelihood, scores, rtol=1e-10)
+    for a, b in [(result.W_mean, W_mean), (result.H_mean, H_mean), (W, W_last), (H, H_last)]:
+        assert_allclose(a, b, rtol=1e-12)
+    assert np.isnan(result.step_size) and result.n_likelihood_evaluations > 0

@@ -3,7 +3,6 @@
 import numbers
 import time
 import warnings
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 from scipy.special import softmax
@@ -11,7 +10,7 @@ from sklearn.base import clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import indexable
 

@@ -94,6 +94,8 @@ class GradientChainRunner:
         self.sampler = sampler
         self.n_data = model.n_data(X, y)
         self.batch_size = min(int(batch_size), self.n_data)
+        #: Gradient and log-likelihood scale ``N / N_s`` of a minibatch.
+        self.scale = self.n_data / self.batch_size
 
     def initial_state(self, rng):
         theta = np.array(self.model.initial_params(rng), dtype=np.float64).reshape(-1)
@@ -106,32 +108,30 @@ class GradientChainRunner:
 
     def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
         """Run one chain at ``temperature`` from ``state``; see the module docstring."""
-        model, sampler = self.model, self.sampler
-        n_kept = n_samples - n_burnin
-        scale = self.n_data / self.batch_size
         batches = Minibatches(self.n_data, self.batch_size, rng)
-
-        if temperature == 0.0 and model.exact_prior_sampling:
-            # At t = 0 the target is the prior: exact independent draws.
-            draws = np.asarray(model.sample_prior(rng, size=n_kept), dtype=np.float64)
-            kept = np.array(
-                [scale * model.log_likelihood(theta, *self._rows(batches.next())).sum() for theta in draws]
-            )
-            if not np.all(np.isfinite(kept)):
-                raise ValueError(
-                    "The log-likelihood is not finite at some prior draws; check that "
-                    "the data are valid for the model."
-                )
-            trace = ChainTrace(kept, n_kept * self.batch_size, np.nan, draws, draws.mean(axis=0))
-            return draws[-1].copy(), trace
-
+        if temperature == 0.0 and self.model.exact_prior_sampling:
+            return self._prior_draws(n_samples - n_burnin, batches, rng)
         with np.errstate(over="ignore", invalid="ignore"):
             return self._run_chain(state, temperature, n_samples, n_burnin, schedule, batches, rng)
 
+    def _prior_draws(self, n_draws, batches, rng):
+        """At t = 0 the target is the prior: exact independent draws."""
+        model = self.model
+        draws = np.asarray(model.sample_prior(rng, size=n_draws), dtype=np.float64)
+        kept = np.array(
+            [self.scale * model.log_likelihood(theta, *self._rows(batches.next())).sum() for theta in draws]
+        )
+        if not np.all(np.isfinite(kept)):
+            raise ValueError(
+                "The log-likelihood is not finite at some prior draws; check that "
+                "the data are valid for the model."
+            )
+        trace = ChainTrace(kept, n_draws * self.batch_size, np.nan, draws, draws.mean(axis=0))
+        return draws[-1].copy(), trace
+
     def _run_chain(self, state, temperature, n_samples, n_burnin, schedule, batches, rng):
-        model, sampler = self.model, self.sampler
+        model, sampler, scale = self.model, self.sampler, self.scale
         n_kept = n_samples - n_burnin
-        scale = self.n_data / self.batch_size
         theta = np.array(state, dtype=np.float64)
         sampler_state = sampler.init_state(theta)
         kept = np.empty(n_kept)

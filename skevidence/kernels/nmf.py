@@ -47,18 +47,17 @@ iteration. Entries with :math:`x = 0` contribute :math:`-V` only (so
 import numbers
 import time
 import types
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 import numba
 from numba import njit, prange
-from scipy.special import gammaln
 
 from .._config import FASTMATH, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
 from ..exceptions import SamplerDivergenceError
-from ._rng import fill_standard_normal, seed_streams, uniform_index
+from ._rng import fill_standard_normal, next_double, seed_streams, uniform_index
+from .nmf_data import NMFData, block_bounds, group_by_blocks
 
 __all__ = [
     "NMFChainResult",
@@ -67,6 +66,7 @@ __all__ = [
     "compile_nmf_kernels",
     "group_by_blocks",
     "run_nmf_chain",
+    "score_nmf_prior",
 ]
 
 
@@ -391,6 +391,63 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
     return _OK, n_samples, n_evals
 
 
+@njit(cache=True, fastmath=FASTMATH)
+def _exponential_fill(state, A, rate):
+    """Exact Exponential(rate) draws into ``A`` (row-major), from one stream."""
+    n0, n1 = A.shape
+    for a in range(n0):
+        for c in range(n1):
+            A[a, c] = -np.log(next_double(state)) / rate
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _nmf_prior_scores(X, rows, cols, vals, block_ptr, block_lgamma, row_bounds, col_bounds,
+                      sparse, W, H, streams, lam_w, lam_h, log_lik, W_sum, H_sum):
+    """Score exact prior draws of ``(W, H)``, each on one random part.
+
+    Stream 1 draws ``W`` then ``H`` (row-major) for every draw, stream 0 the
+    parts. ``W`` and ``H`` end as the last draw. Returns ``n_evaluations``.
+    """
+    R = W.shape[1]
+    I, J = W.shape[0], H.shape[1]
+    B = row_bounds.shape[0] - 1
+    mi = _max_size(row_bounds)
+    mj = _max_size(col_bounds)
+    Hb = np.empty(R * mj)
+    Vb = np.empty(mi * mj)
+    gW = np.empty(mi * R)
+    gH = np.empty(R * mj)
+    sW = np.empty(R)
+    sH = np.empty(R)
+    part_sizes = _part_sizes(row_bounds, col_bounds)
+    n_evals = 0
+    for k in range(log_lik.shape[0]):
+        _exponential_fill(streams[1], W, lam_w)
+        _exponential_fill(streams[1], H, lam_h)
+        W_sum += W
+        H_sum += H
+        p = uniform_index(streams[0], B)
+        total = 0.0
+        for b in range(B):
+            c = (b + p) % B
+            i0, i1 = row_bounds[b], row_bounds[b + 1]
+            j0, j1 = col_bounds[c], col_bounds[c + 1]
+            ni, nj = i1 - i0, j1 - j0
+            bid = b * B + c
+            if sparse:
+                ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, H,
+                                   Hb[: nj * R].reshape((nj, R)), gW[: ni * R].reshape((ni, R)),
+                                   gH[: R * nj].reshape((R, nj)), sW, sH, i0, i1, j0, j1, True)
+            else:
+                ll = _block_dense(X, W, H, Hb[: R * nj].reshape((R, nj)), Vb[: ni * nj].reshape((ni, nj)),
+                                  gW[: ni * R].reshape((ni, R)), gH[: R * nj].reshape((R, nj)),
+                                  i0, i1, j0, j1, True)
+            total += ll - block_lgamma[bid]
+        log_lik[k] = total * (I * J / part_sizes[p])
+        n_evals += part_sizes[p]
+    return n_evals
+
+
 def _serial_twin(kernel):
     """The same chain compiled without ``parallel=True``, for single-threaded runs.
 
@@ -410,228 +467,6 @@ def _serial_twin(kernel):
 
 _nmf_chain_dense_serial = _serial_twin(_nmf_chain_dense)
 _nmf_chain_sparse_serial = _serial_twin(_nmf_chain_sparse)
-
-
-# --------------------------------------------------------------------------
-# Data preparation
-# --------------------------------------------------------------------------
-
-
-def block_bounds(n, n_blocks, *, what="items"):
-    """Bounds of ``n_blocks`` contiguous, near-equal groups of ``n`` items.
-
-    The first ``n % n_blocks`` groups have one item more, as in
-    :func:`numpy.array_split`.
-
-    Parameters
-    ----------
-    n : int
-        Number of items (rows or columns), at least 1.
-    n_blocks : int
-        Number of groups ``B``, at least 1 and at most ``n``.
-    what : str, default="items"
-        Name of the items, used in error messages (``"rows"``, ``"columns"``).
-
-    Returns
-    -------
-    bounds : ndarray of shape (n_blocks + 1,), dtype int64
-        Group ``g`` is ``bounds[g]:bounds[g + 1]``; ``bounds[0] = 0``, ``bounds[-1] = n``.
-    """
-    for name, value in (("n", n), ("n_blocks", n_blocks)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    n, n_blocks = int(n), int(n_blocks)
-    if n_blocks > n:
-        raise ValueError(
-            f"n_blocks={n_blocks} is larger than the number of {what} ({n}): every block "
-            f"needs at least one of the {what}. Use n_blocks <= {n}."
-        )
-    sizes = np.full(n_blocks, n // n_blocks, dtype=np.int64)
-    sizes[: n % n_blocks] += 1
-    bounds = np.zeros(n_blocks + 1, dtype=np.int64)
-    np.cumsum(sizes, out=bounds[1:])
-    return bounds
-
-
-def _check_bounds(bounds, n, n_blocks, what):
-    bounds = np.asarray(bounds)
-    if (
-        bounds.ndim != 1
-        or bounds.shape[0] != n_blocks + 1
-        or not np.issubdtype(bounds.dtype, np.integer)
-        or bounds[0] != 0
-        or bounds[-1] != n
-        or np.any(np.diff(bounds) < 1)
-    ):
-        raise ValueError(
-            f"{what} bounds must be {n_blocks + 1} strictly increasing integers from 0 to {n}, "
-            f"got {bounds!r}."
-        )
-    return np.ascontiguousarray(bounds, dtype=np.int64)
-
-
-def group_by_blocks(X, row_bounds, col_bounds, n_blocks):
-    r"""Non-zeros of a sparse matrix grouped by block, for the sparse kernel.
-
-    Block ``(g, h)`` (row group ``g``, column group ``h``) has id ``g * B + h``.
-
-    Parameters
-    ----------
-    X : scipy.sparse matrix or array (CSR, COO, ...)
-        Non-negative counts; duplicate entries are summed, explicit zeros dropped.
-    row_bounds, col_bounds : ndarray of shape (n_blocks + 1,)
-        Group bounds, e.g. from :func:`block_bounds`.
-    n_blocks : int
-        ``B``.
-
-    Returns
-    -------
-    rows, cols : ndarray of shape (nnz,), int64
-        Global row and column indices, sorted by block, then row, then column.
-    vals : ndarray of shape (nnz,), float64
-        The non-zero values.
-    block_ptr : ndarray of shape (B * B + 1,), int64
-        Block ``q``'s non-zeros are ``block_ptr[q]:block_ptr[q + 1]``.
-    block_lgamma : ndarray of shape (B * B,), float64
-        :math:`\\sum_{(i,j) \\in q} \\log\\Gamma(x_{ij} + 1)` per block (zeros add nothing).
-    """
-    coo = sp.coo_array(X, copy=True)  # sum_duplicates works in place
-    coo.sum_duplicates()
-    coo.eliminate_zeros()
-    I, J = coo.shape
-    row_bounds = _check_bounds(row_bounds, I, n_blocks, "row")
-    col_bounds = _check_bounds(col_bounds, J, n_blocks, "column")
-    rows = np.asarray(coo.row, dtype=np.int64)
-    cols = np.asarray(coo.col, dtype=np.int64)
-    vals = np.asarray(coo.data, dtype=np.float64)
-    block = (np.searchsorted(row_bounds, rows, side="right") - 1) * n_blocks + (
-        np.searchsorted(col_bounds, cols, side="right") - 1
-    )
-    order = np.lexsort((cols, rows, block))
-    rows, cols, vals, block = rows[order], cols[order], vals[order], block[order]
-    block_ptr = np.zeros(n_blocks * n_blocks + 1, dtype=np.int64)
-    np.cumsum(np.bincount(block, minlength=n_blocks * n_blocks), out=block_ptr[1:])
-    block_lgamma = np.bincount(block, weights=gammaln(vals + 1.0), minlength=n_blocks * n_blocks)
-    return (
-        np.ascontiguousarray(rows),
-        np.ascontiguousarray(cols),
-        np.ascontiguousarray(vals),
-        block_ptr,
-        np.ascontiguousarray(block_lgamma, dtype=np.float64),
-    )
-
-
-@dataclass(frozen=True, eq=False)
-class NMFData:
-    r"""A count matrix prepared once for the NMF kernels, reused at every temperature.
-
-    Build it with :meth:`from_array`. Holds the block bounds, the per-block
-    :math:`\\sum \\log\\Gamma(x + 1)`, and either the dense matrix ``X`` or the
-    non-zeros grouped by block (:func:`group_by_blocks`).
-    """
-
-    shape: tuple
-    n_blocks: int
-    row_bounds: np.ndarray
-    col_bounds: np.ndarray
-    block_lgamma: np.ndarray
-    X: np.ndarray | None = None
-    rows: np.ndarray | None = None
-    cols: np.ndarray | None = None
-    vals: np.ndarray | None = None
-    block_ptr: np.ndarray | None = None
-
-    @property
-    def is_sparse(self):
-        """Whether the sparse kernel is used."""
-        return self.X is None
-
-    @property
-    def n_data(self):
-        """Number of data ``N = I J`` (zeros included)."""
-        return self.shape[0] * self.shape[1]
-
-    @property
-    def row_sums(self):
-        r"""Row sums :math:`x_{i\cdot}` of ``X``, shape ``(I,)``."""
-        if self.is_sparse:
-            return np.bincount(self.rows, weights=self.vals, minlength=self.shape[0])
-        return self.X.sum(axis=1)
-
-    @property
-    def col_sums(self):
-        r"""Column sums :math:`x_{\cdot j}` of ``X``, shape ``(J,)``."""
-        if self.is_sparse:
-            return np.bincount(self.cols, weights=self.vals, minlength=self.shape[1])
-        return self.X.sum(axis=0)
-
-    @property
-    def nnz(self):
-        """Number of non-zero entries."""
-        return int(self.vals.shape[0]) if self.is_sparse else int(np.count_nonzero(self.X))
-
-    @classmethod
-    def from_array(cls, X, n_blocks, *, sparse=None, row_bounds=None, col_bounds=None):
-        """Prepare ``X`` for ``n_blocks x n_blocks`` blocks.
-
-        Parameters
-        ----------
-        X : array-like or scipy sparse of shape (I, J)
-            Non-negative, finite data (counts; non-integers are accepted, see
-            ALGORITHMS.md section 5).
-        n_blocks : int
-            Number of row groups and of column groups ``B``.
-        sparse : bool or None, default=None
-            Use the sparse kernel; ``None`` means: if ``X`` is a scipy sparse matrix.
-        row_bounds, col_bounds : array of int, optional
-            Custom group bounds; default :func:`block_bounds`.
-        """
-        is_sp = sp.issparse(X)
-        if sparse is None:
-            sparse = is_sp
-        if is_sp:
-            X = X.tocsr() if not sparse else X
-            values = X.data
-            shape = X.shape
-        else:
-            X = np.asarray(X)
-            if X.ndim != 2:
-                raise ValueError(f"X must be 2-D, got an array of shape {X.shape}.")
-            values = X
-            shape = X.shape
-        if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
-            raise ValueError(f"X must be a non-empty 2-D matrix, got shape {shape}.")
-        values = np.asarray(values, dtype=np.float64)
-        if not np.all(np.isfinite(values)):
-            raise ValueError("X contains NaN or infinity; remove or impute those entries.")
-        if np.any(values < 0):
-            raise ValueError("X contains negative values; the Poisson likelihood needs X >= 0.")
-        I, J = int(shape[0]), int(shape[1])
-        row_bounds = (
-            block_bounds(I, n_blocks, what="rows")
-            if row_bounds is None
-            else _check_bounds(row_bounds, I, n_blocks, "row")
-        )
-        col_bounds = (
-            block_bounds(J, n_blocks, what="columns")
-            if col_bounds is None
-            else _check_bounds(col_bounds, J, n_blocks, "column")
-        )
-        B = int(n_blocks)
-        if sparse:
-            rows, cols, vals, block_ptr, block_lgamma = group_by_blocks(
-                X, row_bounds, col_bounds, B
-            )
-            return cls((I, J), B, row_bounds, col_bounds, block_lgamma,
-                       rows=rows, cols=cols, vals=vals, block_ptr=block_ptr)
-        Xd = np.array(X.toarray() if is_sp else X, dtype=np.float64, order="C", copy=True)
-        lg = gammaln(Xd + 1.0)
-        block_lgamma = np.empty(B * B)
-        for g in range(B):
-            for h in range(B):
-                block_lgamma[g * B + h] = lg[row_bounds[g] : row_bounds[g + 1],
-                                             col_bounds[h] : col_bounds[h + 1]].sum()
-        return cls((I, J), B, row_bounds, col_bounds, block_lgamma, X=Xd)
 
 
 # --------------------------------------------------------------------------
@@ -818,8 +653,60 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
     )
 
 
+
+def score_nmf_prior(data, n_components, n_draws, *, lam_w, lam_h, seed_seq):
+    r"""Exact prior draws of ``(W, H)``, each scored on one random part, in one call.
+
+    The :math:`t = 0` rung of STI: ``W`` and ``H`` are drawn exactly from
+    their exponential priors and scored like a chain's kept iterations,
+    :math:`(N/N_s)\sum_{\text{part}} \log p(x_{ij} | W, H)` on a uniformly drawn
+    part, with no Python per draw.
+
+    Parameters
+    ----------
+    data : NMFData
+        The blocked matrix.
+    n_components : int
+        Rank :math:`R`.
+    n_draws : int
+        Number of prior draws.
+    lam_w, lam_h : float
+        Rates of the exponential priors.
+    seed_seq : numpy.random.SeedSequence
+        Seeds the two streams (draws, parts).
+
+    Returns
+    -------
+    result : NMFChainResult
+        The scores, the means of the draws, ``step_size`` NaN, and the
+        number of entries scored.
+    W, H : ndarray
+        The last draw, the warm start of the next temperature.
+    """
+    if not isinstance(data, NMFData):
+        raise TypeError(f"data must be an NMFData (see NMFData.from_array), got {type(data).__name__}.")
+    I, J = data.shape
+    R = int(n_components)
+    W = np.empty((I, R))
+    H = np.empty((R, J))
+    W_sum, H_sum = np.zeros_like(W), np.zeros_like(H)
+    log_lik = np.empty(int(n_draws))
+    empty_i, empty_f = np.empty(0, dtype=np.int64), np.empty(0)
+    X = data.X if not data.is_sparse else np.empty((0, 0))
+    rows, cols, vals, ptr = (
+        (data.rows, data.cols, data.vals, data.block_ptr) if data.is_sparse else (empty_i, empty_i, empty_f, empty_i)
+    )
+    n_evals = _nmf_prior_scores(
+        X, rows, cols, vals, ptr, data.block_lgamma, data.row_bounds, data.col_bounds, data.is_sparse,
+        W, H, seed_streams(seed_seq, 2), float(lam_w), float(lam_h), log_lik, W_sum, H_sum,
+    )
+    if not np.all(np.isfinite(log_lik)):
+        raise ValueError("The log-likelihood is not finite at some prior draws; check that X is valid.")
+    result = NMFChainResult(log_lik, W_sum / n_draws, H_sum / n_draws, np.nan, int(n_evals))
+    return result, W, H
+
 def compile_nmf_kernels():
-    """Compile (or load from numba's cache) both NMF kernels on a 4 x 4 input.
+    """Compile (or load from numba's cache) the NMF kernels on a 4 x 4 input.
 
     Returns
     -------
@@ -840,6 +727,7 @@ def compile_nmf_kernels():
                 run_nmf_chain(data, W, H, temperature=1.0, n_samples=2, n_burnin=1, step_a=1e-3,
                               step_b=0.0, sampler="psgld", lam_w=1.0, lam_h=1.0,
                               seed_seq=np.random.SeedSequence(0))
+                score_nmf_prior(data, 1, 2, lam_w=1.0, lam_h=1.0, seed_seq=np.random.SeedSequence(0))
     finally:
         numba.set_num_threads(previous)
     return time.perf_counter() - start

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..evidence._runner import ChainTrace
-from ..kernels.nmf import run_nmf_chain
+from ..kernels.nmf import run_nmf_chain, score_nmf_prior
 from ..samplers import PSGLD, SGLD, LogSGLD
 
 __all__ = ["NMFChainRunner"]
@@ -43,46 +43,26 @@ class NMFChainRunner:
             return dict(sampler="psgld", alpha=sampler.alpha, sigma=sampler.sigma, freeze=sampler.adapt == "burnin")
         return dict(sampler="sgld")
 
-    def _prior_draw(self, rng):
-        return self.model.sample_factors(rng, *self.data.shape)
-
     def initial_state(self, rng):
-        return self._prior_draw(rng)
-
-    def _chain(self, W, H, temperature, n_samples, n_burnin, schedule, rng):
-        return run_nmf_chain(
-            self.data,
-            W,
-            H,
-            temperature=temperature,
-            n_samples=n_samples,
-            n_burnin=n_burnin,
-            step_a=schedule.a,
-            step_b=schedule.b,
-            lam_w=self.model.prior_rate_w,
-            lam_h=self.model.prior_rate_h,
-            seed_seq=np.random.SeedSequence(rng.integers(2**63)),
-            **self._kernel_args(),
-        )
+        return self.model.sample_factors(rng, *self.data.shape)
 
     def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
         """One chain at ``temperature`` from ``(W, H)``; exact prior draws at ``t = 0``."""
-        n_kept = n_samples - n_burnin
         if temperature == 0.0:
-            # Exact independent prior draws, each scored on one random part by
-            # a one-iteration kernel call (its update is discarded).
-            kept = np.empty(n_kept)
-            W_sum, H_sum = 0.0, 0.0
-            n_evals = 0
-            for k in range(n_kept):
-                W, H = self._prior_draw(rng)
-                W_sum, H_sum = W_sum + W, H_sum + H
-                out = self._chain(W.copy(), H.copy(), 0.0, 1, 0, schedule, rng)
-                kept[k] = out.log_likelihood[0]
-                n_evals += out.n_likelihood_evaluations
-            return (W, H), ChainTrace(kept, n_evals, np.nan, None, (W_sum / n_kept, H_sum / n_kept))
+            out, W, H = score_nmf_prior(
+                self.data, self.model.n_components, n_samples - n_burnin,
+                lam_w=self.model.prior_rate_w, lam_h=self.model.prior_rate_h,
+                seed_seq=np.random.SeedSequence(rng.integers(2**63)),
+            )
+            return (W, H), ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, np.nan, None,
+                                      (out.W_mean, out.H_mean))
         W, H = (np.array(a, dtype=np.float64, order="C") for a in state)
-        out = self._chain(W, H, temperature, n_samples, n_burnin, schedule, rng)
+        out = run_nmf_chain(
+            self.data, W, H, temperature=temperature, n_samples=n_samples, n_burnin=n_burnin,
+            step_a=schedule.a, step_b=schedule.b,
+            lam_w=self.model.prior_rate_w, lam_h=self.model.prior_rate_h,
+            seed_seq=np.random.SeedSequence(rng.integers(2**63)), **self._kernel_args(),
+        )
         trace = ChainTrace(
             out.log_likelihood, out.n_likelihood_evaluations, out.step_size, None, (out.W_mean, out.H_mean)
         )
