@@ -16,10 +16,12 @@ from .estimators import (
 )
 from .evidence import EvidenceResult, exact_log_evidence, sti_log_evidence, temperature_ladder
 from .exceptions import SamplerDivergenceError
+from .plotting import EvidenceCurveDisplay
 
 __all__ = [
     "BayesianLinearRegression",
     "BayesianNMFRankSelector",
+    "EvidenceCurveDisplay",
     "EvidenceGridSearch",
     "EvidenceResult",
     "GaussianAdditiveModel",

@@ -196,6 +196,21 @@ def test_failing_candidate_is_recorded_and_others_kept():
         EvidenceGridSearch(_Flaky(method="exact"), {"n_components": [1, 2]}, error_score="raise").fit(X)
 
 
+def test_failed_candidate_is_never_chosen_whatever_its_error_score():
+    X = _blobs()
+    # error_score far above every real log-evidence must not make the failure win.
+    search = EvidenceGridSearch(
+        _Flaky(method="exact", prior_mean=3.0), {"n_components": [1, 2, 3]}, error_score=1e6
+    )
+    with pytest.warns(UserWarning, match="failed"):
+        search.fit(X)
+    res = search.cv_results_
+    assert res["mean_test_score"][1] == 1e6
+    assert res["rank_test_score"][1] == 3 and res["model_probability"][1] == 0.0
+    assert search.best_params_["n_components"] in (1, 3) and search.best_estimator_ is not None
+    np.testing.assert_allclose(res["model_probability"][[0, 2]].sum(), 1.0)
+
+
 def test_all_candidates_failing_raises():
     with pytest.raises(RuntimeError, match="boom") as info:
         EvidenceGridSearch(_Flaky(method="exact"), {"n_components": [2]}).fit(_blobs())

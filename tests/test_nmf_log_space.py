@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from poisson_nmf_exact import rank1_log_evidence
 
-from skevidence import PoissonNMF, sti_log_evidence
+from skevidence import BayesianNMFRankSelector, PoissonNMF, sti_log_evidence
 from skevidence.models import GaussianAdditive, PoissonNMFModel
 
 
@@ -35,3 +35,46 @@ def test_functional_core_with_log_space_sampler():
                               n_samples=200, n_burnin=50, random_state=0)
     assert np.isfinite(result.log_evidence)
     assert result.diagnostics["step_size"][-1] == pytest.approx(0.01)
+
+
+def _model_data(true_rank, shape=(60, 45), prior_rate=2.0):
+    rng = np.random.default_rng(100 + true_rank)
+    W = rng.exponential(1 / prior_rate, (shape[0], true_rank))
+    H = rng.exponential(1 / prior_rate, (true_rank, shape[1]))
+    return rng.poisson(W @ H).astype(float)
+
+
+#: Allowed |STI - Chib| beyond 3 combined standard errors, as a share of |log Z|:
+#: neither standard error covers a bias (STI: ladder, step size, chains that lag
+#: behind a rising temperature; Chib: ordinates at over-fitted ranks).
+STI_CHIB_MARGIN = 0.005
+
+
+def _check_sti_against_chib(true_rank):
+    X = _model_data(true_rank)
+    ranks = (1, 2, 3, 4)
+    # The selector's defaults: log-space SGLD, 20 temperatures, 10000 iterations.
+    sti = BayesianNMFRankSelector(ranks=ranks, prior_rate=2.0, random_state=0).fit(X)
+    chib = BayesianNMFRankSelector(ranks=ranks, prior_rate=2.0, method="chib", random_state=0).fit(X)
+    assert sti.best_rank_ == true_rank == chib.best_rank_
+    for k in (true_rank - 2, true_rank - 1, true_rank):  # the mode and its neighbours
+        if not 0 <= k < len(ranks):
+            continue
+        combined = np.hypot(sti.log_evidence_std_[k], chib.log_evidence_std_[k])
+        allowed = 3 * combined + STI_CHIB_MARGIN * abs(chib.log_evidence_[k])
+        assert abs(sti.log_evidence_[k] - chib.log_evidence_[k]) <= allowed, (ranks[k], allowed)
+
+
+@pytest.mark.slow
+def test_sti_argmax_and_values_agree_with_chib_true_rank_2():
+    _check_sti_against_chib(2)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect (issue 3): on this rank-3 matrix Chib's argmax is 4 (over-fitted ranks "
+    "inflate Chib's ordinate) and STI at rank 3 lags ~30 nats below Chib",
+)
+def test_sti_argmax_and_values_agree_with_chib_true_rank_3():
+    _check_sti_against_chib(3)

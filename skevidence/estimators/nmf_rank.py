@@ -47,8 +47,20 @@ class BayesianNMFRankSelector(TransformerMixin, BaseEstimator):
         Seed shared by every rank (common random numbers).
     verbose : int, default=0
         ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
-    n_blocks, sampler, prior_rate_h, temperatures, ladder, n_samples, n_burnin, \
-step_size, step_decay, n_gibbs, n_gibbs_burnin, n_reduced
+    sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
+        SG-MCMC update rule of every rank's chains (see :class:`PoissonNMF`).
+        The default differs from :class:`PoissonNMF`'s (the papers' pSGLD):
+        log-space SGLD is the one whose evidences agree with the closed form
+        and with Chib's method, while pSGLD can stall near zero and fall
+        hundreds of nats low (read the :ref:`accuracy notes <nmf>`).
+    n_samples : int, default=10000
+        Iterations per temperature, burn-in included. NMF chains approach
+        equilibrium slowly when the temperature rises, so the selector runs
+        longer chains than :class:`PoissonNMF`'s default.
+    n_burnin : int, default=4000
+        Iterations discarded at the start of each temperature.
+    n_blocks, prior_rate_h, temperatures, ladder, step_size, step_decay, \
+n_gibbs, n_gibbs_burnin, n_reduced
         Passed to every :class:`PoissonNMF` (see there).
     error_score : "raise" or float, default=np.nan
         Score of a rank whose fit fails (``"raise"`` propagates the error).
@@ -114,12 +126,12 @@ step_size, step_decay, n_gibbs, n_gibbs_burnin, n_reduced
         verbose=0,
         *,
         n_blocks="auto",
-        sampler="psgld",
+        sampler="logsgld",
         prior_rate_h=None,
         temperatures=20,
         ladder="power",
-        n_samples=3000,
-        n_burnin=1000,
+        n_samples=10000,
+        n_burnin=4000,
         step_size="auto",
         step_decay=0.51,
         n_gibbs=9000,

@@ -318,7 +318,10 @@ class EvidenceGridSearch(BaseSearchCV):
         results["mean_test_score"] = scores
         results["std_test_score"] = np.zeros(n)
         results["std_log_evidence"] = np.array([o["std"] for o in out], dtype=np.float64)
-        finite = np.isfinite(scores)
+        failed = np.array([bool(o["error"]) for o in out])
+        # A failed candidate is never chosen nor given probability, whatever
+        # finite error_score stands in for its evidence.
+        finite = np.isfinite(scores) & ~failed
         # Rank 1 = largest evidence; failed candidates share the last rank.
         order = np.where(finite, -scores, np.inf)
         results["rank_test_score"] = (

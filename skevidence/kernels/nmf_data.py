@@ -1,7 +1,7 @@
 """A count matrix cut into blocks for the NMF kernels (ALGORITHMS.md section 4).
 
 :class:`NMFData` is built once per fit and reused at every temperature: the
-row and column group bounds, the per-block :math:`\sum\log\Gamma(x+1)`, and
+row and column group bounds, the per-block :math:`\\sum\\log\\Gamma(x+1)`, and
 either the dense matrix or its non-zeros grouped by block.
 """
 

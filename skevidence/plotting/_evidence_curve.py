@@ -1,0 +1,598 @@
+"""Log-evidence against rank (or any numeric parameter), after scikit-learn's Display objects."""
+
+from collections import namedtuple
+from numbers import Real
+
+import numpy as np
+from sklearn.utils._plotting import _validate_style_kwargs
+from sklearn.utils.validation import check_is_fitted
+
+from ..estimators.search import EvidenceGridSearch
+
+__all__ = ["EvidenceCurveDisplay"]
+
+#: Attributes a fitted rank selector exposes (BayesianNMFRankSelector and its twins).
+_SELECTOR_ATTRIBUTES = ("ranks_", "log_evidence_", "best_rank_")
+
+#: Height of the failed-candidate markers, in axes coordinates (0 = the x axis).
+_FAILED_MARKER_Y = 0.0
+
+_MISSING = object()
+
+_Curve = namedtuple("_Curve", "x y se failed best")
+
+
+def _import_pyplot():
+    """``matplotlib.pyplot``, or an ImportError naming the extra to install."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            'EvidenceCurveDisplay requires matplotlib: pip install "skevidence[plot]"'
+        ) from exc
+    return plt
+
+
+def _format_value(value):
+    """``8`` rather than ``8.0`` for whole numbers; ``%g`` otherwise."""
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:g}"
+
+
+def _as_numeric(values, what):
+    array = np.asarray(values)
+    if array.dtype.kind == "O":
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            array = None
+    if array is None or array.dtype.kind not in "iuf":
+        raise TypeError(f"{what} must be numbers, got {values!r:.200}.")
+    return array
+
+
+def _check_curve(ranks, log_evidence, log_evidence_std, best_rank, param_name):
+    """Validate the display's data; return it sorted by rank."""
+    if not isinstance(param_name, str):
+        raise TypeError(f"param_name must be a str (the x-axis label), got {param_name!r}.")
+    x = _as_numeric(ranks, "ranks")
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"ranks must be a non-empty 1-D sequence, got shape {x.shape}.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"ranks must be finite, got {x.tolist()}: remove NaN and inf.")
+    if np.unique(x).size != x.size:
+        raise ValueError(
+            f"ranks must not repeat, got {x.tolist()}: give one log-evidence per {param_name}."
+        )
+    y = _as_numeric(log_evidence, "log_evidence").astype(np.float64)
+    if y.shape != x.shape:
+        raise ValueError(
+            f"log_evidence has shape {y.shape} but ranks has shape {x.shape}: give one "
+            "log-evidence per rank."
+        )
+    failed = ~np.isfinite(y)
+    if failed.all():
+        raise ValueError(
+            "every log-evidence is NaN or infinite (every candidate failed): there is no curve "
+            "to draw."
+        )
+    se = None
+    if log_evidence_std is not None:
+        se = _as_numeric(log_evidence_std, "log_evidence_std").astype(np.float64)
+        if se.shape != x.shape:
+            raise ValueError(
+                f"log_evidence_std has shape {se.shape} but ranks has shape {x.shape}: give one "
+                "standard error per rank (NaN where unknown), or None."
+            )
+        if np.any(se < 0) or np.any(np.isinf(se)):
+            raise ValueError(
+                "log_evidence_std must be non-negative and finite (NaN where unknown), got "
+                f"{se.tolist()}."
+            )
+    if best_rank is None:
+        best = int(np.argmax(np.where(failed, -np.inf, y)))
+    else:
+        if isinstance(best_rank, bool) or not isinstance(best_rank, Real):
+            raise TypeError(
+                f"best_rank must be a number, one of the ranks, or None; got {best_rank!r}."
+            )
+        matches = np.flatnonzero(x == best_rank)
+        if matches.size == 0:
+            raise ValueError(f"best_rank={best_rank!r} is not one of the ranks {x.tolist()}.")
+        best = int(matches[0])
+        if failed[best]:
+            raise ValueError(
+                f"best_rank={best_rank!r} has no finite log-evidence (its fit failed), so it "
+                f"cannot be the chosen {param_name}: pass the rank actually chosen, or None for "
+                "the largest evidence."
+            )
+    order = np.argsort(x, kind="stable")
+    return _Curve(
+        x=x[order],
+        y=y[order],
+        se=None if se is None else se[order],
+        failed=failed[order],
+        best=int(np.flatnonzero(order == best)[0]),
+    )
+
+
+def _check_n_std(n_std):
+    if isinstance(n_std, bool) or not isinstance(n_std, Real):
+        raise TypeError(f"n_std must be a number of standard errors, got {n_std!r}.")
+    if not (np.isfinite(n_std) and n_std >= 0):
+        raise ValueError(
+            f"n_std must be finite and non-negative (0 hides the error bars), got {n_std!r}."
+        )
+    return float(n_std)
+
+
+def _resolve_xscale(xscale, x):
+    """``"linear"`` or ``"log2"``; ``None`` chooses log2 for three or more powers of two."""
+    if xscale not in (None, "linear", "log2"):
+        raise ValueError(f"xscale must be None, 'linear' or 'log2', got {xscale!r}.")
+    x = x.astype(np.float64)
+    positive = bool(np.all(x > 0))
+    if xscale == "log2" and not positive:
+        raise ValueError(
+            f"xscale='log2' needs positive ranks, got {x.tolist()}: use xscale='linear'."
+        )
+    if xscale is None:
+        exponents = np.log2(x) if positive else None
+        powers_of_two = positive and bool(np.all(exponents == np.round(exponents)))
+        xscale = "log2" if powers_of_two and x.size >= 3 else "linear"
+    return xscale
+
+
+def _same(a, b):
+    """Equality of two parameter values that may be arrays or estimators."""
+    if a is b:
+        return True
+    if a is _MISSING or b is _MISSING:
+        return False
+    try:
+        return np.shape(a) == np.shape(b) and bool(np.all(a == b))
+    except Exception:  # values that cannot be compared (e.g. ragged arrays) are distinct
+        return False
+
+
+def _n_distinct(values):
+    distinct = []
+    for value in values:
+        if not any(_same(value, seen) for seen in distinct):
+            distinct.append(value)
+    return len(distinct)
+
+
+def _curve_from_search(search, param_name):
+    """Ranks, log-evidences, standard errors and best value of one searched parameter."""
+    check_is_fitted(search, ["cv_results_", "best_params_"])
+    results = search.cv_results_
+    params = list(results["params"])
+    names = sorted({name for p in params for name in p})
+    if not names:
+        raise ValueError(
+            "the EvidenceGridSearch searched no parameter (empty param_grid): there is no "
+            "curve to draw."
+        )
+    if param_name is None:
+        varying = [n for n in names if _n_distinct([p[n] for p in params if n in p]) > 1]
+        if len(names) == 1:
+            param_name = names[0]
+        elif len(varying) == 1:
+            param_name = varying[0]
+        else:
+            raise ValueError(
+                f"the EvidenceGridSearch searched {len(names)} parameters "
+                f"({', '.join(map(repr, names))}): pass param_name=<one of them> to choose the "
+                "x axis; the others are then held at their values in best_params_."
+            )
+    elif param_name not in names:
+        raise ValueError(
+            f"param_name={param_name!r} is not a searched parameter; choose one of {names}."
+        )
+    best = search.best_params_
+    others = [n for n in names if n != param_name]
+    # The slice of the grid through the best candidate: every other parameter at its best value.
+    keep = [
+        i
+        for i, p in enumerate(params)
+        if param_name in p and all(_same(p.get(n, _MISSING), best.get(n, _MISSING)) for n in others)
+    ]
+    values = [params[i][param_name] for i in keep]
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise TypeError(
+                f"the searched parameter {param_name!r} takes the non-numeric value {value!r}: "
+                "EvidenceCurveDisplay plots the log-evidence against a numeric parameter."
+            )
+    log_evidence = np.asarray(results["mean_test_score"], dtype=np.float64)[keep]
+    std = results.get("std_log_evidence")
+    std = None if std is None else np.asarray(std, dtype=np.float64)[keep]
+    errors = results.get("error")
+    if errors is not None:
+        # A failed fit is recorded as error_score, which may be a finite number.
+        log_evidence[[bool(errors[i]) for i in keep]] = np.nan
+    return values, log_evidence, std, best[param_name], param_name
+
+
+def _is_rank_selector(estimator):
+    if all(hasattr(estimator, a) for a in _SELECTOR_ATTRIBUTES):
+        return True
+    get_params = getattr(estimator, "get_params", None)
+    if get_params is None:
+        return False
+    try:
+        return "ranks" in get_params(deep=False)
+    except Exception:  # a class object or a broken estimator is not a selector
+        return False
+
+
+class EvidenceCurveDisplay:
+    """Log-evidence against rank: the curve a rank selection is read from.
+
+    Draws the log-evidence of every candidate rank (or value of another
+    numeric parameter) with error bars of ``± n_std`` Monte-Carlo standard
+    errors, marks the chosen rank, and shows the candidates whose fit failed
+    (NaN log-evidence) as crosses on the x axis, listed in the legend.
+
+    Build it with :meth:`from_estimator` (a fitted rank selector or
+    :class:`~skevidence.EvidenceGridSearch`) or :meth:`from_results` (plain
+    arrays); both call :meth:`plot`. The constructor only stores its
+    arguments, which are kept as given: ``plot`` validates them and sorts
+    them by rank. matplotlib is needed only to draw
+    (``pip install "skevidence[plot]"``).
+
+    Read more in the :ref:`User Guide <plotting>`.
+
+    Parameters
+    ----------
+    ranks : array-like of shape (n_ranks,)
+        Candidate ranks (any finite, distinct numbers), in any order.
+    log_evidence : array-like of shape (n_ranks,)
+        Log-evidence of each rank, in nats; NaN (or ±inf) marks a failed fit.
+    log_evidence_std : array-like of shape (n_ranks,), default=None
+        Monte-Carlo standard error of each log-evidence (NaN where unknown,
+        0 for an exact evidence). ``None`` draws no error bars.
+    best_rank : float, default=None
+        The chosen rank, one of ``ranks`` with a finite log-evidence.
+        ``None`` marks the rank of largest log-evidence.
+    param_name : str, default="rank"
+        Name of the parameter on the x axis (its label).
+    estimator_name : str, default=None
+        Title of the legend; ``None`` for no title.
+
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+        Axes with the curve.
+    figure_ : matplotlib Figure
+        Figure containing the curve.
+    errorbar_ : matplotlib ErrorbarContainer
+        The curve of the successful candidates and its error bars
+        (``errorbar_.has_yerr`` is False when no error bar is drawn: no
+        standard errors, all of them 0, or ``n_std=0``).
+    line_ : matplotlib Line2D
+        The curve itself (``errorbar_.lines[0]``), sorted by rank.
+    best_marker_ : matplotlib Line2D
+        The star at the chosen rank and its log-evidence, labelled e.g.
+        ``"chosen rank 8"``.
+    best_line_ : matplotlib Line2D
+        The dotted vertical line at the chosen rank.
+    failed_marker_ : matplotlib Line2D or None
+        Crosses on the x axis at the failed ranks (their height is in axes
+        coordinates), or None when no candidate failed.
+
+    See Also
+    --------
+    skevidence.BayesianNMFRankSelector : Chooses the rank of a Poisson NMF.
+    skevidence.EvidenceGridSearch : Ranks any parameter values by the evidence.
+    sklearn.model_selection.ValidationCurveDisplay : The cross-validated counterpart.
+
+    Notes
+    -----
+    The error bars show the Monte-Carlo standard error of each estimate
+    only, as the estimator reports it. They say nothing of the bias of
+    thermodynamic integration on a finite temperature ladder, which is
+    shared by neighbouring ranks but not equal across them; two ranks whose
+    bars overlap are not distinguished by the estimates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skevidence.plotting import EvidenceCurveDisplay
+    >>> disp = EvidenceCurveDisplay.from_results(
+    ...     [16, 1, 2, 4, 8],
+    ...     [np.nan, -5230.4, -4981.2, -4902.7, -4897.9],
+    ...     [np.nan, 0.9, 1.3, 1.8, 2.6],
+    ... )
+    >>> disp.line_.get_xdata().tolist()
+    [1.0, 2.0, 4.0, 8.0]
+    >>> disp.best_marker_.get_label(), disp.failed_marker_.get_label()
+    ('chosen rank 8', 'failed (no estimate): rank 16')
+    >>> disp.ax_.get_xscale()  # powers of two: log2 axis
+    'log'
+    """
+
+    def __init__(
+        self,
+        ranks,
+        log_evidence,
+        log_evidence_std=None,
+        *,
+        best_rank=None,
+        param_name="rank",
+        estimator_name=None,
+    ):
+        self.ranks = ranks
+        self.log_evidence = log_evidence
+        self.log_evidence_std = log_evidence_std
+        self.best_rank = best_rank
+        self.param_name = param_name
+        self.estimator_name = estimator_name
+
+    def plot(
+        self, ax=None, *, n_std=2, xscale=None, name=None, errorbar_kw=None, best_marker_kw=None
+    ):
+        """Draw the curve.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Axes to draw on; ``None`` creates a figure and axes.
+        n_std : float, default=2
+            Half-height of the error bars, in standard errors (the legend
+            says so, e.g. ``"log-evidence ± 2 SE"``); 0 hides them.
+        xscale : {"linear", "log2"} or None, default=None
+            Scale of the x axis. ``None`` chooses ``"log2"`` (ticks at the
+            ranks) when there are three or more ranks, all powers of two,
+            and ``"linear"`` otherwise.
+        name : str, default=None
+            Legend title; ``None`` uses ``estimator_name``.
+        errorbar_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.errorbar` for
+            the curve (e.g. ``{"color": "k", "capsize": 0}``).
+        best_marker_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the
+            chosen-rank marker; the vertical line takes its colour.
+
+        Returns
+        -------
+        display : EvidenceCurveDisplay
+            This object, with ``ax_``, ``figure_`` and the artists set.
+        """
+        curve = _check_curve(
+            self.ranks, self.log_evidence, self.log_evidence_std, self.best_rank, self.param_name
+        )
+        n_std = _check_n_std(n_std)
+        xscale = _resolve_xscale(xscale, curve.x)
+        plt = _import_pyplot()
+        if ax is None:
+            _, ax = plt.subplots()
+        name = self.estimator_name if name is None else name
+        param = self.param_name
+
+        ok = ~curve.failed
+        x, y = curve.x[ok].astype(np.float64), curve.y[ok]
+        yerr = None
+        label = "log-evidence"
+        if n_std > 0 and curve.se is not None and np.any(curve.se[ok] > 0):
+            # NaN standard errors draw no bar, so an unknown error is not shown as zero;
+            # all-zero ones (exact evidences) draw none and claim none in the legend.
+            yerr = n_std * curve.se[ok]
+            label += f" ± {n_std:g} SE"
+        kw = {"marker": "o", "capsize": 3, "label": label}
+        kw = _validate_style_kwargs(kw, errorbar_kw or {})
+        self.errorbar_ = ax.errorbar(x, y, yerr=yerr, **kw)
+        self.line_ = self.errorbar_.lines[0]
+
+        best_x, best_y = float(curve.x[curve.best]), float(curve.y[curve.best])
+        value = _format_value(best_x)
+        best_label = f"chosen rank {value}" if param == "rank" else f"chosen {param} = {value}"
+        kw = {"marker": "*", "markersize": 15, "color": "C3", "linestyle": "none", "zorder": 3}
+        kw = _validate_style_kwargs({**kw, "label": best_label}, best_marker_kw or {})
+        (self.best_marker_,) = ax.plot([best_x], [best_y], **kw)
+        self.best_line_ = ax.axvline(
+            best_x, color=self.best_marker_.get_color(), linestyle=":", linewidth=1, zorder=1
+        )
+
+        self.failed_marker_ = None
+        if curve.failed.any():
+            failed_x = curve.x[curve.failed].astype(np.float64)
+            listed = ", ".join(_format_value(v) for v in failed_x)
+            # x in data, y in axes coordinates: the crosses sit on the x axis whatever the y limits.
+            (self.failed_marker_,) = ax.plot(
+                failed_x,
+                np.full(failed_x.size, _FAILED_MARKER_Y),
+                transform=ax.get_xaxis_transform(),
+                marker="x",
+                markersize=9,
+                markeredgewidth=2,
+                linestyle="none",
+                color="0.35",
+                clip_on=False,
+                zorder=4,
+                label=f"failed (no estimate): {param} {listed}",
+            )
+
+        ax.set_xlabel(param)
+        ax.set_ylabel("log-evidence (nats)")
+        if xscale == "log2":
+            ax.set_xscale("log", base=2)
+            ticks = curve.x.astype(np.float64)
+            ax.set_xticks(ticks, labels=[_format_value(t) for t in ticks])
+            ax.set_xticks([], minor=True)
+        else:
+            ax.set_xscale("linear")
+            if np.all(curve.x == np.round(curve.x)):
+                from matplotlib.ticker import MaxNLocator
+
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        # This curve's entries first, then whatever the reused axes already held.
+        ours = [self.errorbar_, self.best_marker_]
+        if self.failed_marker_ is not None:
+            ours.append(self.failed_marker_)
+        handles, _ = ax.get_legend_handles_labels()
+        ax.legend(handles=ours + [h for h in handles if not any(h is o for o in ours)], title=name)
+
+        self.ax_ = ax
+        self.figure_ = ax.figure
+        return self
+
+    @classmethod
+    def from_estimator(
+        cls,
+        estimator,
+        *,
+        param_name=None,
+        name=None,
+        ax=None,
+        n_std=2,
+        xscale=None,
+        errorbar_kw=None,
+        best_marker_kw=None,
+    ):
+        """Draw the curve of a fitted rank selector or evidence search.
+
+        Parameters
+        ----------
+        estimator : estimator
+            Either a fitted rank selector, an estimator with ``ranks_``,
+            ``log_evidence_``, ``best_rank_`` and optionally
+            ``log_evidence_std_`` and ``errors_`` (such as
+            :class:`~skevidence.BayesianNMFRankSelector`), or a fitted
+            :class:`~skevidence.EvidenceGridSearch`, whose ``cv_results_``
+            gives the values of one numeric searched parameter, their
+            log-evidence (``mean_test_score``) and standard errors
+            (``std_log_evidence``). Failed candidates (listed in ``errors_``
+            or in ``cv_results_["error"]``) are shown as failed whatever
+            ``error_score`` recorded for them.
+        param_name : str, default=None
+            For a search, the parameter on the x axis. ``None`` takes the
+            only searched parameter, or the only one that takes more than
+            one value. With several, the curve is the slice of the grid
+            through the best candidate: the other parameters are held at
+            their values in ``best_params_``. For a rank selector, only the
+            x-axis label (``None`` means ``"rank"``).
+        name : str, default=None
+            Legend title; ``None`` uses the estimator's class name (for a
+            search, that of the searched estimator).
+        ax : matplotlib Axes, default=None
+            Axes to draw on; ``None`` creates a figure and axes.
+        n_std, xscale, errorbar_kw, best_marker_kw
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        display : EvidenceCurveDisplay
+            The drawn display.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the selector or search is not fitted.
+        TypeError
+            If ``estimator`` is neither a rank selector nor an
+            :class:`~skevidence.EvidenceGridSearch`, or the searched
+            parameter is not numeric.
+        ValueError
+            If several parameters vary and ``param_name`` is None, or
+            ``param_name`` was not searched.
+        """
+        if isinstance(estimator, EvidenceGridSearch):
+            ranks, log_evidence, std, best_rank, param_name = _curve_from_search(
+                estimator, param_name
+            )
+            default_name = type(estimator.estimator).__name__
+        elif _is_rank_selector(estimator):
+            if not all(hasattr(estimator, a) for a in _SELECTOR_ATTRIBUTES):
+                check_is_fitted(estimator, list(_SELECTOR_ATTRIBUTES))
+            ranks = np.asarray(estimator.ranks_)
+            log_evidence = np.array(estimator.log_evidence_, dtype=np.float64)
+            std = getattr(estimator, "log_evidence_std_", None)
+            errors = getattr(estimator, "errors_", None) or {}
+            if errors and log_evidence.shape == ranks.shape:
+                # A failed fit is recorded as error_score, which may be a finite number.
+                log_evidence[np.isin(ranks, list(errors))] = np.nan
+            best_rank = estimator.best_rank_
+            param_name = "rank" if param_name is None else param_name
+            default_name = type(estimator).__name__
+        else:
+            hint = ""
+            if hasattr(estimator, "log_evidence_"):
+                hint = (
+                    " It has a single log_evidence_; search over one of its parameters with "
+                    "EvidenceGridSearch to get a curve."
+                )
+            raise TypeError(
+                "EvidenceCurveDisplay.from_estimator expects a fitted rank selector (ranks_, "
+                "log_evidence_, best_rank_; e.g. BayesianNMFRankSelector) or a fitted "
+                f"EvidenceGridSearch, got {type(estimator).__name__}.{hint} For plain arrays use "
+                "EvidenceCurveDisplay.from_results."
+            )
+        display = cls(
+            ranks,
+            log_evidence,
+            std,
+            best_rank=best_rank,
+            param_name=param_name,
+            estimator_name=default_name if name is None else name,
+        )
+        return display.plot(
+            ax=ax,
+            n_std=n_std,
+            xscale=xscale,
+            errorbar_kw=errorbar_kw,
+            best_marker_kw=best_marker_kw,
+        )
+
+    @classmethod
+    def from_results(
+        cls,
+        ranks,
+        log_evidence,
+        log_evidence_std=None,
+        *,
+        best_rank=None,
+        param_name="rank",
+        name=None,
+        ax=None,
+        n_std=2,
+        xscale=None,
+        errorbar_kw=None,
+        best_marker_kw=None,
+    ):
+        """Draw the curve from plain arrays (e.g. read back from a JSON file).
+
+        Parameters
+        ----------
+        ranks, log_evidence, log_evidence_std, best_rank, param_name
+            As in the constructor.
+        name : str, default=None
+            Legend title.
+        ax : matplotlib Axes, default=None
+            Axes to draw on; ``None`` creates a figure and axes.
+        n_std, xscale, errorbar_kw, best_marker_kw
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        display : EvidenceCurveDisplay
+            The drawn display.
+        """
+        display = cls(
+            ranks,
+            log_evidence,
+            log_evidence_std,
+            best_rank=best_rank,
+            param_name=param_name,
+            estimator_name=name,
+        )
+        return display.plot(
+            ax=ax,
+            n_std=n_std,
+            xscale=xscale,
+            errorbar_kw=errorbar_kw,
+            best_marker_kw=best_marker_kw,
+        )
