@@ -13,6 +13,8 @@ from .estimators import (
     EvidenceGridSearch,
     GaussianAdditiveModel,
     PoissonNMF,
+    SemiSupervisedNMF,
+    SeparationResult,
 )
 from .evidence import EvidenceResult, exact_log_evidence, sti_log_evidence, temperature_ladder
 from .exceptions import SamplerDivergenceError
@@ -27,6 +29,8 @@ __all__ = [
     "GaussianAdditiveModel",
     "PoissonNMF",
     "SamplerDivergenceError",
+    "SemiSupervisedNMF",
+    "SeparationResult",
     "exact_log_evidence",
     "sti_log_evidence",
     "temperature_ladder",

@@ -14,6 +14,7 @@ __all__ = [
     "STEP_DECAY",
     "LADDER_ATOL",
     "LOG_SGLD_STEP",
+    "LOG_SGLD_MAX_DRIFT",
     "PARALLEL_MIN_PART",
     "REWEIGHT_MIN_ESS",
 ]
@@ -48,6 +49,13 @@ FASTMATH = False
 
 #: Step size (log units) of log-space SGLD after burn-in with step_size="auto".
 LOG_SGLD_STEP = 0.01
+
+#: Largest log-space drift of one log-space SGLD step (a factor e per step).
+#: Near equilibrium drifts are O(step) and never reach it; it only tames the
+#: first steps from a state far from the data (a prior draw at a large scale,
+#: where the data-given preconditioner underestimates the curvature), which
+#: would otherwise overflow exp.
+LOG_SGLD_MAX_DRIFT = 1.0
 
 #: Fewest entries in a part for the NMF kernel to run its blocks in parallel;
 #: below it the per-iteration fork/join of the threads costs more than it saves.

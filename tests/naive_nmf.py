@@ -12,6 +12,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from skevidence._config import LOG_SGLD_MAX_DRIFT
 from skevidence.kernels._rng import seed_streams
 from skevidence.samplers import StepSizeSchedule
 
@@ -69,7 +70,8 @@ def _update(theta, v, g_lik, xi, *, eps, lik_scale, mean_scale, lam, psgld, init
             alpha, sigma):
     g = lik_scale * g_lik - lam
     if psgld == "log":  # SGLD on log(theta), fixed preconditioner v
-        return theta * np.exp(eps * v * (theta * g + 1.0) + np.sqrt(2.0 * eps * v) * xi)
+        drift = np.clip(eps * v * (theta * g + 1.0), -LOG_SGLD_MAX_DRIFT, LOG_SGLD_MAX_DRIFT)
+        return theta * np.exp(drift + np.sqrt(2.0 * eps * v) * xi)
     if psgld:
         gb = mean_scale * g_lik
         if init_v:

@@ -228,9 +228,9 @@ def test_search_inside_pipeline_and_over_pipeline():
 
 
 def test_search_verbose_prints_each_candidate(capsys):
-    EvidenceGridSearch(GaussianAdditiveModel(method="exact"), {"n_components": [1, 2]}, verbose=1).fit(_blobs())
+    EvidenceGridSearch(GaussianAdditiveModel(method="exact"), {"n_components": [1, 2]}, verbose=2).fit(_blobs())
     out = capsys.readouterr().out
-    assert out.count("[EvidenceGridSearch] candidate") == 2 and "log Z =" in out
+    assert out.count("[EvidenceGridSearch]") == 2 and out.count(" candidate ") == 2 and "log Z =" in out
 
 
 def test_searched_random_state_is_not_overwritten():

@@ -217,13 +217,33 @@ def test_logsgld_samples_the_prior_at_t0_and_stays_positive():
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_logsgld_far_start_is_tamed_like_the_twin(sparse):
+    # Factors 1000x too large: the data-given preconditioner underestimates the
+    # curvature and the raw drift would overflow exp; the clipped drift pulls
+    # the chain back down, identically in kernel and twin.
+    X, W, H = _problem(12, 9, 2, seed=3)
+    W, H = 1e3 * W, 1e3 * H
+    settings = _settings("logsgld", step_a=0.01, step_b=0.0, n_samples=40, n_burnin=5)
+    result, W_end, H_end = _run(X, W, H, 3, sparse, seed=5, **settings)
+    twin = naive_nmf_chain(X, W, H, row_bounds=block_bounds(12, 3), col_bounds=block_bounds(9, 3),
+                           seed_seq=np.random.SeedSequence(5), **settings)
+    assert_allclose(result.log_likelihood, twin["log_likelihood"], rtol=1e-10)
+    assert_allclose(W_end, twin["W"], rtol=1e-10)
+    assert_allclose(H_end, twin["H"], rtol=1e-10)
+    # The intensity came down by orders of magnitude without overflowing.
+    assert np.all(np.isfinite(result.log_likelihood))
+    assert (W_end @ H_end).mean() < 1e-2 * (W @ H).mean()
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_logsgld_divergence_raises(sparse):
-    # A huge log-space step sends entries to 0 or infinity: a divergence, not a ZeroDivisionError.
+    # A huge log-space step sends entries to 0 or infinity through the noise
+    # (the drift is clipped): a divergence, not a ZeroDivisionError.
     X, W, H = _problem(10, 8, 2, seed=1)
     data = NMFData.from_array(sp.csr_array(X) if sparse else X, 2)
     with pytest.raises(SamplerDivergenceError, match="step_size"):
         run_nmf_chain(data, W.copy(), H.copy(), seed_seq=np.random.SeedSequence(0),
-                      **_settings("logsgld", step_a=50.0, step_b=0.0, n_samples=500))
+                      **_settings("logsgld", step_a=1e5, step_b=0.0, n_samples=500))
 
 
 def test_logsgld_needs_positive_factors():

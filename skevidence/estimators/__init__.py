@@ -5,6 +5,7 @@ from .linear_regression import BayesianLinearRegression
 from .nmf_rank import BayesianNMFRankSelector
 from .poisson_nmf import PoissonNMF
 from .search import EvidenceGridSearch
+from .semi_supervised_nmf import SemiSupervisedNMF, SeparationResult
 
 __all__ = [
     "BayesianLinearRegression",
@@ -12,4 +13,6 @@ __all__ = [
     "EvidenceGridSearch",
     "GaussianAdditiveModel",
     "PoissonNMF",
+    "SemiSupervisedNMF",
+    "SeparationResult",
 ]

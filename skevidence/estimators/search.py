@@ -1,6 +1,7 @@
 """Model selection by the evidence: every candidate fitted on all the data."""
 
 import numbers
+import sys
 import time
 import warnings
 
@@ -14,6 +15,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import indexable
 
+from .._progress import progress
 from .._random import seed_sequence
 from .._threads import numba_threads, threads_per_task
 
@@ -116,7 +118,9 @@ class EvidenceGridSearch(BaseSearchCV):
         candidate and its error, and the other candidates are kept. With
         ``"raise"`` the error propagates.
     verbose : int, default=0
-        ``>= 1`` prints one line per finished candidate.
+        ``1``: progress over the candidates (a tqdm bar with the ``progress``
+        extra, else one printed line per finished candidate); ``>= 2``: always
+        one printed line per finished candidate.
     pre_dispatch : int or str, default="2*n_jobs"
         Number of candidates dispatched ahead (see :class:`joblib.Parallel`).
 
@@ -259,10 +263,14 @@ class EvidenceGridSearch(BaseSearchCV):
                     )
                     for params in candidate_params
                 )
-                for params, res in zip(candidate_params, out):
-                    self._report(len(all_params) + 1, params, res)
-                    all_params.append(params)
-                    all_out.append(res)
+                report = progress(len(candidate_params), "EvidenceGridSearch", self.verbose, stream=sys.stdout)
+                try:
+                    for params, res in zip(candidate_params, out):
+                        all_params.append(params)
+                        all_out.append(res)
+                        report.update(1, self._describe(len(all_params), params, res))
+                finally:
+                    report.close()
                 self.cv_results_ = self._format_evidence_results(all_params, all_out)
                 return self.cv_results_
 
@@ -292,14 +300,13 @@ class EvidenceGridSearch(BaseSearchCV):
         self.n_splits_ = 1
         return self
 
-    def _report(self, index, params, res):
-        if not self.verbose:
-            return
+    @staticmethod
+    def _describe(index, params, res):
         if res["error"]:
             text = f"failed ({res['error']})"
         else:
             text = f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}"
-        print(f"[EvidenceGridSearch] candidate {index} {params}: {text} ({res['fit_time']:.2f} s)", flush=True)
+        return f"candidate {index} {params}: {text} ({res['fit_time']:.2f} s)"
 
     @staticmethod
     def _format_evidence_results(candidate_params, out):

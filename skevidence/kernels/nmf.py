@@ -54,7 +54,7 @@ import scipy.sparse as sp
 import numba
 from numba import njit, prange
 
-from .._config import FASTMATH, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
+from .._config import FASTMATH, LOG_SGLD_MAX_DRIFT, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
 from ..exceptions import SamplerDivergenceError
 from ._rng import fill_standard_normal, next_double, seed_streams, uniform_index
 from .nmf_data import NMFData, block_bounds, group_by_blocks
@@ -134,7 +134,8 @@ def _langevin_update(theta, v, g_lik, noise, eps, lik_scale, mean_scale, lam,
                 # Target of u = log(theta): p(e^u) e^u, so d/du = theta * g + 1.
                 G = v[a, c]
                 w = theta[a, c]
-                new = w * np.exp(eps * G * (w * g + 1.0) + np.sqrt(2.0 * eps * G) * xi)
+                drift = min(max(eps * G * (w * g + 1.0), -LOG_SGLD_MAX_DRIFT), LOG_SGLD_MAX_DRIFT)
+                new = w * np.exp(drift + np.sqrt(2.0 * eps * G) * xi)
                 if new == 0.0:  # underflow: log(theta) has diverged to -inf
                     ok = False
             elif psgld == _PSGLD:

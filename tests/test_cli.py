@@ -1,0 +1,95 @@
+"""The ``skevidence`` command line, run as users run it: in a subprocess."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.io import wavfile
+
+from skevidence import BayesianNMFRankSelector
+from skevidence.audio import SpectrogramTransformer, load_audio
+from skevidence.cli import main
+from skevidence.datasets import example_audio_path
+
+#: Small settings: the point is the plumbing, not the evidence.
+FAST = ["--ranks", "1", "2", "--temperatures", "3", "--n-samples", "120", "--n-burnin", "40", "-q"]
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "skevidence", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
+
+
+def test_nmf_rank_on_the_bundled_clip_matches_the_selector(tmp_path):
+    out = tmp_path / "out.json"
+    run = _cli("nmf-rank", *FAST, "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    record = json.loads(out.read_text())
+    # The same numbers as the library called directly with what the CLI says it did.
+    x, rate = load_audio(example_audio_path())
+    X = SpectrogramTransformer(scale=32768.0 * record["scale"], sample_rate=rate).fit_transform(x)
+    assert record["shape"] == list(X.shape)
+    assert record["prior_rate"] == pytest.approx(1.0 / np.sqrt(X.mean()), rel=1e-12)
+    selector = BayesianNMFRankSelector(
+        ranks=(1, 2), prior_rate=record["prior_rate"], random_state=0, temperatures=3, n_samples=120,
+        n_burnin=40,
+    ).fit(X)
+    np.testing.assert_allclose(record["log_evidence"], selector.log_evidence_, rtol=1e-12)
+    np.testing.assert_allclose(record["log_evidence_std"], selector.log_evidence_std_, rtol=1e-12)
+    assert record["best_rank"] == selector.best_rank_
+    # The printed table has one row per rank and names the chosen one.
+    rows = [line.split() for line in run.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2]
+    assert float(rows[0][1]) == pytest.approx(selector.log_evidence_[0], abs=0.06)
+    assert f"chosen rank: {selector.best_rank_}" in run.stdout
+
+
+def test_nmf_rank_plot_and_several_files(tmp_path):
+    pytest.importorskip("matplotlib")
+    rate, samples = wavfile.read(example_audio_path())
+    first, second = tmp_path / "a.wav", tmp_path / "b.wav"
+    wavfile.write(first, rate, samples[: samples.size // 2])
+    wavfile.write(second, rate, samples[samples.size // 2 :])
+    png, out = tmp_path / "curve.png", tmp_path / "out.json"
+    run = _cli("nmf-rank", str(first), str(second), *FAST, "--plot", str(png), "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    record = json.loads(out.read_text())
+    halves = [samples[: samples.size // 2] / 32768.0, samples[samples.size // 2 :] / 32768.0]
+    stacked = SpectrogramTransformer(scale=32.768).fit_transform(halves)
+    assert record["shape"] == list(stacked.shape) and record["files"] == [str(first), str(second)]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["no_such_file.wav"], "no_such_file.wav"),
+        (["--ranks", "1", "300"], "exceed min"),
+        (["--ranks", "0"], "positive integer"),
+        (["--scale", "-1"], "positive number"),
+    ],
+)
+def test_nmf_rank_bad_input_exits_2_with_a_message(args, message, capsys):
+    # argparse rejects malformed options itself (SystemExit); the rest return 2.
+    try:
+        status = main(["nmf-rank", *args, "-q"])
+    except SystemExit as exit_:
+        status = exit_.code
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_readme_main_command_runs_with_its_defaults(tmp_path):
+    # The README's main command, as printed there (the plot needs matplotlib).
+    pytest.importorskip("matplotlib")
+    run = _cli("nmf-rank", "--plot", "evidence.png", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "chosen rank:" in run.stdout and (tmp_path / "evidence.png").stat().st_size > 0
+    rows = [line.split() for line in run.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2, 4, 8, 16, 32]
+    probs = [float(r[3]) for r in rows]
+    assert sum(probs) == pytest.approx(1.0, abs=0.01)
