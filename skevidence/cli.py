@@ -125,12 +125,6 @@ def _nmf_rank(args, out):
         sample_rate=rate,
     )
     X = spectrogram.fit_transform(waveforms)
-    too_large = [r for r in args.ranks if r > min(X.shape)]
-    if too_large:
-        raise ValueError(
-            f"ranks {too_large} exceed min(n_frames, n_freq) = {min(X.shape)} of the "
-            f"{X.shape[0]}x{X.shape[1]} spectrogram: drop them or give longer recordings."
-        )
     mean = float(X.mean())
     if mean <= 0:
         raise ValueError("the spectrogram is all zeros (silent recording): nothing to factorise.")

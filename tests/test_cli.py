@@ -67,7 +67,7 @@ def test_nmf_rank_plot_and_several_files(tmp_path):
     "args, message",
     [
         (["no_such_file.wav"], "no_such_file.wav"),
-        (["--ranks", "1", "300"], "exceed min"),
+        (["--ranks", "1", "300"], "ranks [300] exceed what the data allow"),
         (["--ranks", "0"], "positive integer"),
         (["--scale", "-1"], "positive number"),
     ],
