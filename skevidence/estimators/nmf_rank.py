@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .poisson_nmf import PoissonNMF
-from .search import EvidenceGridSearch
+from ._rank_selector import RankSelectorMixin
 
 __all__ = ["BayesianNMFRankSelector"]
 
@@ -20,7 +20,7 @@ _NMF_PARAMS = (
 )  # fmt: skip
 
 
-class BayesianNMFRankSelector(TransformerMixin, BaseEstimator):
+class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator):
     """Select the rank of a Poisson NMF by its Bayesian evidence.
 
     Fits :class:`PoissonNMF` for every rank in ``ranks`` on all the data (an
@@ -116,6 +116,10 @@ n_gibbs, n_gibbs_burnin, n_reduced
         **{k: v for k, v in PoissonNMF._parameter_constraints.items() if k in _NMF_PARAMS},
     }
 
+    _model_class = PoissonNMF
+    _rank_param = "n_components"
+    _passthrough = _NMF_PARAMS
+
     def __init__(
         self,
         ranks=(1, 2, 4, 8, 16),
@@ -165,26 +169,8 @@ n_gibbs, n_gibbs_burnin, n_reduced
         tags.input_tags.positive_only = True
         return tags
 
-    def _check_ranks(self, X):
-        ranks = np.asarray(self.ranks)
-        if ranks.ndim != 1 or ranks.size == 0:
-            raise ValueError(f"ranks must be a non-empty 1-D sequence of integers, got {self.ranks!r}.")
-        if not np.issubdtype(ranks.dtype, np.integer):
-            if not (np.issubdtype(ranks.dtype, np.floating) and np.all(ranks == np.round(ranks))):
-                raise ValueError(f"ranks must be integers, got {self.ranks!r}.")
-            ranks = ranks.astype(np.int64)
-        if np.any(ranks < 1):
-            raise ValueError(f"every rank must be at least 1, got {ranks.tolist()}.")
-        limit = min(X.shape)
-        if np.any(ranks > limit):
-            raise ValueError(
-                f"ranks {ranks[ranks > limit].tolist()} exceed what the data allow: X has "
-                f"n_samples = {X.shape[0]} and n_features = {X.shape[1]}, so a rank above {limit} "
-                "cannot be identified. Remove those ranks."
-            )
-        if np.unique(ranks).size != ranks.size:
-            raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
-        return ranks
+    def _rank_limit(self, X):
+        return min(X.shape), f"X has n_samples = {X.shape[0]} and n_features = {X.shape[1]}"
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -205,24 +191,7 @@ n_gibbs, n_gibbs_burnin, n_reduced
         X = validate_data(
             self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64, ensure_non_negative=True
         )
-        ranks = self._check_ranks(X)
-        base = PoissonNMF(**{name: getattr(self, name) for name in _NMF_PARAMS}, verbose=max(0, self.verbose - 1))
-        search = EvidenceGridSearch(
-            base,
-            {"n_components": [int(r) for r in ranks]},
-            n_jobs=self.n_jobs,
-            error_score=self.error_score,
-            verbose=self.verbose,
-        ).fit(X)
-        results = search.cv_results_
-        self.cv_results_ = results
-        self.ranks_ = ranks
-        self.log_evidence_ = results["mean_test_score"]
-        self.log_evidence_std_ = results["std_log_evidence"]
-        self.model_probabilities_ = results["model_probability"]
-        self.errors_ = {int(r): e for r, e in zip(ranks, results["error"]) if e}
-        self.best_estimator_ = search.best_estimator_
-        self.best_rank_ = int(search.best_params_["n_components"])
+        self._search_ranks(X)
         self.components_ = self.best_estimator_.components_
         return self
 
@@ -240,23 +209,6 @@ n_gibbs, n_gibbs_burnin, n_reduced
         """
         check_is_fitted(self)
         return self.best_estimator_.transform(X)
-
-    def score(self, X, y=None):
-        """Log-evidence of ``X`` under the best model (cached for the fitted data).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Non-negative data.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        log_evidence : float
-        """
-        check_is_fitted(self)
-        return self.best_estimator_.score(X)
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names ``bayesiannmfrankselector0``, ...

@@ -1,0 +1,91 @@
+"""What the rank selectors share: check the ranks, search them, expose the result."""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .search import EvidenceGridSearch
+
+__all__ = ["RankSelectorMixin"]
+
+
+class RankSelectorMixin:
+    """An :class:`EvidenceGridSearch` over one rank parameter of a model estimator.
+
+    Subclasses set
+
+    - ``_model_class``, the estimator of one rank;
+    - ``_rank_param``, the name of its rank parameter;
+    - ``_passthrough``, the selector parameters handed to every model unchanged;
+
+    and implement ``_rank_limit(X)`` returning ``(largest rank, why)``. Their
+    ``fit`` validates ``X`` and calls :meth:`_search_ranks`.
+    """
+
+    _model_class = None
+    _rank_param = None
+    _passthrough = ()
+
+    def _rank_limit(self, X):
+        raise NotImplementedError
+
+    def _check_ranks(self, X):
+        """The candidate ranks as an int array, or a ``ValueError`` naming what is wrong."""
+        ranks = np.asarray(self.ranks)
+        if ranks.ndim != 1 or ranks.size == 0:
+            raise ValueError(f"ranks must be a non-empty 1-D sequence of integers, got {self.ranks!r}.")
+        if not np.issubdtype(ranks.dtype, np.integer):
+            if not (np.issubdtype(ranks.dtype, np.floating) and np.all(ranks == np.round(ranks))):
+                raise ValueError(f"ranks must be integers, got {self.ranks!r}.")
+            ranks = ranks.astype(np.int64)
+        if np.any(ranks < 1):
+            raise ValueError(f"every rank must be at least 1, got {ranks.tolist()}.")
+        limit, why = self._rank_limit(X)
+        if np.any(ranks > limit):
+            raise ValueError(
+                f"ranks {ranks[ranks > limit].tolist()} exceed what the data allow: {why}, so a rank "
+                f"above {limit} cannot be identified. Remove those ranks."
+            )
+        if np.unique(ranks).size != ranks.size:
+            raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
+        return ranks
+
+    def _search_ranks(self, X):
+        """Fit a model of every rank on validated ``X``; set the fitted attributes."""
+        ranks = self._check_ranks(X)
+        base = self._model_class(
+            **{name: getattr(self, name) for name in self._passthrough}, verbose=max(0, self.verbose - 1)
+        )
+        search = EvidenceGridSearch(
+            base,
+            {self._rank_param: [int(r) for r in ranks]},
+            n_jobs=self.n_jobs,
+            error_score=self.error_score,
+            verbose=self.verbose,
+        ).fit(X)
+        results = search.cv_results_
+        self.cv_results_ = results
+        self.ranks_ = ranks
+        self.log_evidence_ = results["mean_test_score"]
+        self.log_evidence_std_ = results["std_log_evidence"]
+        self.model_probabilities_ = results["model_probability"]
+        self.errors_ = {int(r): e for r, e in zip(ranks, results["error"]) if e}
+        self.best_estimator_ = search.best_estimator_
+        self.best_rank_ = int(search.best_params_[self._rank_param])
+        return self
+
+    def score(self, X, y=None):
+        """Log-evidence of ``X`` under the best model (cached for the fitted data).
+
+        Parameters
+        ----------
+        X : array-like or sparse
+            Non-negative data, as ``fit`` takes it.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        log_evidence : float
+        """
+        check_is_fitted(self)
+        return self.best_estimator_.score(X)
