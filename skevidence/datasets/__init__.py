@@ -3,8 +3,19 @@
 :data:`EXAMPLE_AUDIO` lists the clips; :func:`load_example_audio` reads one as
 a waveform, :func:`example_audio_path` gives its file and
 :func:`example_audio_credit` its author, source and license.
+:func:`load_event_tensor` and :func:`event_count_tensor` turn event logs
+(sender, receiver, time) into sparse count tensors for PARAFAC.
 """
 
 from ._base import EXAMPLE_AUDIO, example_audio_credit, example_audio_path, load_example_audio
+from ._events import TIME_BINS, event_count_tensor, load_event_tensor
 
-__all__ = ["EXAMPLE_AUDIO", "example_audio_credit", "example_audio_path", "load_example_audio"]
+__all__ = [
+    "EXAMPLE_AUDIO",
+    "TIME_BINS",
+    "event_count_tensor",
+    "example_audio_credit",
+    "example_audio_path",
+    "load_event_tensor",
+    "load_example_audio",
+]
