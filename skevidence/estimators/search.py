@@ -6,6 +6,7 @@ import time
 import warnings
 
 import numpy as np
+from scipy import sparse
 from scipy.special import softmax
 from sklearn.base import clone
 from sklearn.metrics import check_scoring
@@ -238,7 +239,10 @@ class EvidenceGridSearch(BaseSearchCV):
             Fitted search.
         """
         self._validate_params()
-        X, y = indexable(X, y)
+        if not (sparse.issparse(X) and X.ndim > 2):
+            # indexable turns sparse input into CSR, which cannot hold a 3-D
+            # tensor; the search never indexes X, so such tensors pass as they are.
+            X, y = indexable(X, y)
         base = clone(self.estimator)
         seed = self._candidate_seed()
         n_threads = threads_per_task(self.n_jobs)
