@@ -88,6 +88,10 @@ def _build_parser():
     nmf.add_argument("--n-samples", type=_positive_int, default=DEFAULT_SAMPLES, help="iterations per temperature")
     nmf.add_argument("--n-burnin", type=int, default=DEFAULT_BURNIN, help="burn-in iterations per temperature")
     nmf.add_argument("--seed", type=int, default=0, help="random seed (the same seed gives the same numbers)")
+    nmf.add_argument(
+        "--cache", type=Path, metavar="DIR",
+        help="keep finished ranks in DIR: an interrupted run started again with the same DIR resumes",
+    )  # fmt: skip
     nmf.add_argument("-q", "--quiet", action="store_true", help="no progress report")
     nmf.set_defaults(handler=_nmf_rank)
     return parser
@@ -148,6 +152,7 @@ def _nmf_rank(args, out):
         ranks=tuple(args.ranks), prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed,
         verbose=0 if args.quiet else 1, sampler=args.sampler, temperatures=args.temperatures,
         n_samples=args.n_samples, n_burnin=args.n_burnin,
+        memory=None if args.cache is None else str(args.cache),
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

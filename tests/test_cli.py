@@ -93,3 +93,14 @@ def test_readme_main_command_runs_with_its_defaults(tmp_path):
     assert [int(r[0]) for r in rows] == [1, 2, 4, 8, 16, 32]
     probs = [float(r[3]) for r in rows]
     assert sum(probs) == pytest.approx(1.0, abs=0.01)
+
+
+def test_nmf_rank_cache_resumes_with_the_same_numbers(tmp_path):
+    cache, first, second = tmp_path / "cache", tmp_path / "a.json", tmp_path / "b.json"
+    run = _cli("nmf-rank", *FAST, "--cache", str(cache), "--json", str(first))
+    assert run.returncode == 0, run.stderr
+    assert any(cache.rglob("output.pkl")), "finished ranks are stored in the cache"
+    run = _cli("nmf-rank", *FAST, "--cache", str(cache), "--json", str(second))
+    assert run.returncode == 0, run.stderr
+    a, b = json.loads(first.read_text()), json.loads(second.read_text())
+    assert a["log_evidence"] == b["log_evidence"] and a["best_rank"] == b["best_rank"]

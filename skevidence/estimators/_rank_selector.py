@@ -61,6 +61,7 @@ class RankSelectorMixin:
             n_jobs=self.n_jobs,
             error_score=self.error_score,
             verbose=self.verbose,
+            memory=self.memory,
         ).fit(X)
         results = search.cv_results_
         self.cv_results_ = results

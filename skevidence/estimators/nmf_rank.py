@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .poisson_nmf import PoissonNMF
 from ._rank_selector import RankSelectorMixin
+from .search import EvidenceGridSearch
 
 __all__ = ["BayesianNMFRankSelector"]
 
@@ -64,6 +65,10 @@ n_gibbs, n_gibbs_burnin, n_reduced
         Passed to every :class:`PoissonNMF` (see there).
     error_score : "raise" or float, default=np.nan
         Score of a rank whose fit fails (``"raise"`` propagates the error).
+    memory : str, path-like or joblib.Memory, default=None
+        Cache of finished ranks: an interrupted selection run again with the
+        same ``memory`` resumes where it stopped (see
+        :class:`EvidenceGridSearch`).
 
     Attributes
     ----------
@@ -113,6 +118,7 @@ n_gibbs, n_gibbs_burnin, n_reduced
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "error_score": [StrOptions({"raise"}), Real],
+        "memory": EvidenceGridSearch._parameter_constraints["memory"],
         **{k: v for k, v in PoissonNMF._parameter_constraints.items() if k in _NMF_PARAMS},
     }
 
@@ -142,6 +148,7 @@ n_gibbs, n_gibbs_burnin, n_reduced
         n_gibbs_burnin=7000,
         n_reduced=5000,
         error_score=np.nan,
+        memory=None,
     ):
         self.ranks = ranks
         self.prior_rate = prior_rate
@@ -162,6 +169,7 @@ n_gibbs, n_gibbs_burnin, n_reduced
         self.n_gibbs_burnin = n_gibbs_burnin
         self.n_reduced = n_reduced
         self.error_score = error_score
+        self.memory = memory
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

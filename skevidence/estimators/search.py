@@ -1,6 +1,7 @@
 """Model selection by the evidence: every candidate fitted on all the data."""
 
 import numbers
+import os
 import sys
 import time
 import warnings
@@ -14,7 +15,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import indexable
+from sklearn.utils.validation import check_memory, indexable
 
 from .._progress import progress
 from .._random import seed_sequence
@@ -40,24 +41,16 @@ def evidence_of(estimator):
             return None
 
 
-def _fit_and_evaluate(estimator, X, y, fit_params, error_score, n_threads):
-    """Fit one candidate on all the data; return its evidence and timings."""
+def _fit_candidate(estimator, X, y, fit_params, n_threads):
+    """Fit one candidate on all the data; return it with its evidence and timings.
+
+    Errors propagate, so that a :class:`joblib.Memory` cache of this function
+    stores finished candidates only: a failed one is tried again on resume.
+    ``n_threads`` is left out of the cache key since results do not depend on it.
+    """
     start = time.perf_counter()
-    try:
-        with numba_threads(n_threads):
-            estimator.fit(X, y, **fit_params)
-    except Exception as exc:
-        if error_score == "raise":
-            raise
-        return dict(
-            log_evidence=error_score,
-            std=np.nan,
-            fit_time=time.perf_counter() - start,
-            score_time=0.0,
-            error=f"{type(exc).__name__}: {exc}",
-            exception=exc,
-            estimator=None,
-        )
+    with numba_threads(n_threads):
+        estimator.fit(X, y, **fit_params)
     fit_time = time.perf_counter() - start
     start = time.perf_counter()
     found = evidence_of(estimator)
@@ -73,6 +66,26 @@ def _fit_and_evaluate(estimator, X, y, fit_params, error_score, n_threads):
         error="",
         estimator=estimator,
     )
+
+
+def _fit_and_evaluate(estimator, X, y, fit_params, error_score, n_threads, memory=None):
+    """:func:`_fit_candidate` through ``memory``, a failure recorded as ``error_score``."""
+    start = time.perf_counter()
+    fit = _fit_candidate if memory is None else memory.cache(_fit_candidate, ignore=["n_threads"])
+    try:
+        return fit(estimator, X, y, fit_params, n_threads)
+    except Exception as exc:
+        if error_score == "raise":
+            raise
+        return dict(
+            log_evidence=error_score,
+            std=np.nan,
+            fit_time=time.perf_counter() - start,
+            score_time=0.0,
+            error=f"{type(exc).__name__}: {exc}",
+            exception=exc,
+            estimator=None,
+        )
 
 
 def _set_seeds(estimator, seed, searched):
@@ -124,6 +137,14 @@ class EvidenceGridSearch(BaseSearchCV):
         one printed line per finished candidate.
     pre_dispatch : int or str, default="2*n_jobs"
         Number of candidates dispatched ahead (see :class:`joblib.Parallel`).
+    memory : str, path-like or joblib.Memory, default=None
+        Where to keep every finished candidate (its fitted estimator and
+        evidence), keyed by its parameters, its seed and the data. A search
+        interrupted by Ctrl-C, a crash or a failing candidate, run again with
+        the same ``memory``, loads what was finished instead of fitting it
+        again and ends with the same results as an uninterrupted run. Failed
+        candidates are not kept, so they are tried again. ``None``: no
+        caching.
 
     Attributes
     ----------
@@ -185,6 +206,7 @@ class EvidenceGridSearch(BaseSearchCV):
         "error_score": [StrOptions({"raise"}), numbers.Real],
         "verbose": ["verbose"],
         "pre_dispatch": [numbers.Integral, str],
+        "memory": [None, str, os.PathLike, HasMethods(["cache"])],
     }
 
     # BaseSearchCV reads these; a search by the evidence has no split and one score.
@@ -202,6 +224,7 @@ class EvidenceGridSearch(BaseSearchCV):
         error_score=np.nan,
         verbose=0,
         pre_dispatch="2*n_jobs",
+        memory=None,
     ):
         self.estimator = estimator
         self.param_grid = param_grid
@@ -210,6 +233,7 @@ class EvidenceGridSearch(BaseSearchCV):
         self.error_score = error_score
         self.verbose = verbose
         self.pre_dispatch = pre_dispatch
+        self.memory = memory
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
         """Evaluate every candidate of ``param_grid``."""
@@ -246,6 +270,7 @@ class EvidenceGridSearch(BaseSearchCV):
         base = clone(self.estimator)
         seed = self._candidate_seed()
         n_threads = threads_per_task(self.n_jobs)
+        memory = check_memory(self.memory) if self.memory is not None else None
         all_params, all_out = [], []
 
         with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch, return_as="generator") as parallel:
@@ -264,6 +289,7 @@ class EvidenceGridSearch(BaseSearchCV):
                         fit_params,
                         self.error_score,
                         n_threads,
+                        memory,
                     )
                     for params in candidate_params
                 )
