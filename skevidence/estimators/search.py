@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_memory, indexable
 
 from .._progress import progress
 from .._random import seed_sequence
-from .._threads import numba_threads, threads_per_task
+from .._threads import dask_threads_per_task, numba_threads, task_threads, threads_per_task
 
 __all__ = ["EvidenceGridSearch", "evidence_of"]
 
@@ -41,15 +41,15 @@ def evidence_of(estimator):
             return None
 
 
-def _fit_candidate(estimator, X, y, fit_params, n_threads):
+def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
     """Fit one candidate on all the data; return it with its evidence and timings.
 
     Errors propagate, so that a :class:`joblib.Memory` cache of this function
     stores finished candidates only: a failed one is tried again on resume.
-    ``n_threads`` is left out of the cache key since results do not depend on it.
+    The thread counts are left out of the cache key: results do not depend on them.
     """
     start = time.perf_counter()
-    with numba_threads(n_threads):
+    with numba_threads(task_threads(n_threads, per_worker)):
         estimator.fit(X, y, **fit_params)
     fit_time = time.perf_counter() - start
     start = time.perf_counter()
@@ -68,12 +68,15 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads):
     )
 
 
-def _fit_and_evaluate(estimator, X, y, fit_params, error_score, n_threads, memory=None):
+def _fit_and_evaluate(estimator, X, y, fit_params, error_score, n_threads, memory=None, per_worker=None):
     """:func:`_fit_candidate` through ``memory``, a failure recorded as ``error_score``."""
     start = time.perf_counter()
-    fit = _fit_candidate if memory is None else memory.cache(_fit_candidate, ignore=["n_threads"])
+    if memory is None:
+        fit = _fit_candidate
+    else:
+        fit = memory.cache(_fit_candidate, ignore=["n_threads", "per_worker"])
     try:
-        return fit(estimator, X, y, fit_params, n_threads)
+        return fit(estimator, X, y, fit_params, n_threads, per_worker)
     except Exception as exc:
         if error_score == "raise":
             raise
@@ -180,6 +183,9 @@ class EvidenceGridSearch(BaseSearchCV):
     -----
     Each candidate caps numba's thread count at ``cores // n_jobs`` (restored
     afterwards), so candidates in parallel do not oversubscribe the cores.
+    Under joblib's dask backend (``joblib.parallel_config(backend="dask")``)
+    the cap is set per worker instead: the cores of its host divided by the
+    task threads of all the workers on that host.
     Every candidate gets the same integer seed, derived once from the
     estimator's ``random_state`` (common random numbers make differences of
     log-evidences more precise than the evidences themselves), so results are
@@ -270,6 +276,7 @@ class EvidenceGridSearch(BaseSearchCV):
         base = clone(self.estimator)
         seed = self._candidate_seed()
         n_threads = threads_per_task(self.n_jobs)
+        per_worker = dask_threads_per_task()
         memory = check_memory(self.memory) if self.memory is not None else None
         all_params, all_out = [], []
 
@@ -290,6 +297,7 @@ class EvidenceGridSearch(BaseSearchCV):
                         self.error_score,
                         n_threads,
                         memory,
+                        per_worker,
                     )
                     for params in candidate_params
                 )
