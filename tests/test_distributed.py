@@ -112,3 +112,21 @@ def test_no_mapping_without_the_dask_backend():
     from skevidence._threads import dask_threads_per_task
 
     assert dask_threads_per_task() is None
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading", "dask"])
+@pytest.mark.parametrize("numba_threads", [1, 2])
+def test_reproducibility_matrix(client, backend, numba_threads):
+    """Same random_state, same numbers: any backend, n_jobs 1 or 2, numba threads 1 or 2."""
+    X = _nmf_data()
+    settings = dict(ranks=(1, 2), temperatures=3, n_samples=200, n_burnin=80, random_state=0)
+    reference = BayesianNMFRankSelector(n_jobs=1, **settings).fit(X)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(numba_threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with joblib.parallel_config(backend=backend):
+            other = BayesianNMFRankSelector(n_jobs=2, **settings).fit(X)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(other.log_evidence_, reference.log_evidence_)
+    np.testing.assert_array_equal(other.components_, reference.components_)
