@@ -21,3 +21,15 @@ def rng(seed):
 
 def pytest_report_header(config):
     return f"skevidence test seed: {TEST_SEED} (set SKEVIDENCE_TEST_SEED to change it)"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many distinct inputs the bad-input battery tried per target (tests/test_bad_input.py)."""
+    import sys
+
+    battery = sys.modules.get("test_bad_input") or sys.modules.get("tests.test_bad_input")
+    tried = getattr(battery, "TRIED", None)
+    if tried:
+        terminalreporter.write_sep("-", "bad-input battery: distinct inputs tried per target")
+        for name in sorted(tried):
+            terminalreporter.write_line(f"{name:<34} {len(tried[name]):4d}")
