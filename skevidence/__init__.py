@@ -12,11 +12,20 @@ from .estimators import (
     BayesianNMFRankSelector,
     EvidenceGridSearch,
     GaussianAdditiveModel,
+    PARAFACRankSelector,
     PoissonNMF,
+    PoissonPARAFAC,
     SemiSupervisedNMF,
     SeparationResult,
 )
-from .evidence import EvidenceResult, exact_log_evidence, sti_log_evidence, temperature_ladder
+from .evidence import (
+    EvidenceResult,
+    ais_log_evidence,
+    exact_log_evidence,
+    sgais_log_evidence,
+    sti_log_evidence,
+    temperature_ladder,
+)
 from .exceptions import SamplerDivergenceError
 from .plotting import EvidenceCurveDisplay
 
@@ -27,11 +36,15 @@ __all__ = [
     "EvidenceGridSearch",
     "EvidenceResult",
     "GaussianAdditiveModel",
+    "PARAFACRankSelector",
     "PoissonNMF",
+    "PoissonPARAFAC",
     "SamplerDivergenceError",
     "SemiSupervisedNMF",
     "SeparationResult",
+    "ais_log_evidence",
     "exact_log_evidence",
+    "sgais_log_evidence",
     "sti_log_evidence",
     "temperature_ladder",
 ]

@@ -3,7 +3,9 @@
 from .gaussian_additive import GaussianAdditiveModel
 from .linear_regression import BayesianLinearRegression
 from .nmf_rank import BayesianNMFRankSelector
+from .parafac_rank import PARAFACRankSelector
 from .poisson_nmf import PoissonNMF
+from .poisson_parafac import PoissonPARAFAC
 from .search import EvidenceGridSearch
 from .semi_supervised_nmf import SemiSupervisedNMF, SeparationResult
 
@@ -12,7 +14,9 @@ __all__ = [
     "BayesianNMFRankSelector",
     "EvidenceGridSearch",
     "GaussianAdditiveModel",
+    "PARAFACRankSelector",
     "PoissonNMF",
+    "PoissonPARAFAC",
     "SemiSupervisedNMF",
     "SeparationResult",
 ]

@@ -8,7 +8,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y, validate_data
 
 from .._config import STEP_DECAY
-from ..evidence import exact_log_evidence, sti_log_evidence
+from ..evidence import ais_log_evidence, exact_log_evidence, sgais_log_evidence, sti_log_evidence
+from ..evidence.sgais import DEFAULT_LEARNING_RATE
 from ..evidence.sti import DEFAULT_BATCH_SIZE
 from ..samplers import Sampler
 
@@ -40,6 +41,29 @@ STI_DEFAULTS = dict(
     step_decay=STEP_DECAY,
 )
 
+#: Constraints of the SGAIS settings (``batch_size``, ``random_state`` and
+#: ``verbose`` are shared with STI). ``target_ess <= n_particles`` is checked at fit.
+SGAIS_PARAMETER_CONSTRAINTS = {
+    "n_particles": [Interval(Integral, 2, None, closed="left")],
+    "target_ess": [Interval(Real, 1, None, closed="neither")],
+    "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
+    "n_steps": [Interval(Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "resample": ["boolean"],
+    "reservoir_size": [Interval(Integral, 1, None, closed="left"), None],
+}
+
+#: Default SGAIS settings of the estimators (see :func:`~skevidence.sgais_log_evidence`).
+SGAIS_DEFAULTS = dict(
+    n_particles=10,
+    target_ess=8,
+    chunk_size=None,
+    n_steps=20,
+    learning_rate=DEFAULT_LEARNING_RATE,
+    resample=True,
+    reservoir_size=None,
+)
+
 
 class EvidenceEstimatorMixin:
     """Fit = estimate the evidence of the data; ``score`` = log-evidence.
@@ -69,10 +93,35 @@ class EvidenceEstimatorMixin:
             "verbose": self.verbose,
         }
 
+    def _sgais_params(self):
+        """Settings of :func:`~skevidence.evidence.sgais_init` from the estimator's parameters."""
+        return {name: getattr(self, name) for name in SGAIS_DEFAULTS} | {
+            "batch_size": self.batch_size,
+            "random_state": self.random_state,
+        }
+
+    def _ais_params(self):
+        """Settings of :func:`~skevidence.evidence.ais_log_evidence` from the estimator's parameters.
+
+        AIS shares ``n_particles`` with SGAIS and the ladder (``temperatures``,
+        ``ladder``) with STI; its transitions keep the function's defaults.
+        """
+        return {
+            "n_particles": self.n_particles,
+            "n_temperatures": self.temperatures,
+            "ladder": self.ladder,
+            "random_state": self.random_state,
+            "verbose": self.verbose,
+        }
+
     def _evidence(self, model, X, y):
         """Log-evidence of prepared ``(X, y)`` by ``self.method``."""
         if self.method == "exact":
             return exact_log_evidence(model, X, y)
+        if self.method == "sgais":
+            return sgais_log_evidence(model, X, y, **self._sgais_params(), verbose=self.verbose)
+        if self.method == "ais":
+            return ais_log_evidence(model, X, y, **self._ais_params())
         return sti_log_evidence(model, X, y, **self._sti_params())
 
     def _fit_evidence(self, X, y=None):

@@ -8,12 +8,22 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..models import LinearGaussian
-from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin, ExactEvidenceMixin
+from ._base import (
+    SGAIS_DEFAULTS,
+    SGAIS_PARAMETER_CONSTRAINTS,
+    STI_DEFAULTS,
+    STI_PARAMETER_CONSTRAINTS,
+    EvidenceEstimatorMixin,
+    ExactEvidenceMixin,
+)
+from ._online import OnlineEvidenceMixin
 
 __all__ = ["BayesianLinearRegression"]
 
 
-class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, RegressorMixin, BaseEstimator):
+class BayesianLinearRegression(
+    OnlineEvidenceMixin, ExactEvidenceMixin, EvidenceEstimatorMixin, RegressorMixin, BaseEstimator
+):
     r"""Linear regression scored by its evidence (seed 004, section 4.1).
 
     .. math::
@@ -24,7 +34,8 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
     :math:`\log p(y \mid X)` and the exact posterior of ``(w, b)``; ``predict``
     returns the posterior-mean prediction. Unlike other regressors, ``score``
     returns the **log-evidence**, not :math:`R^2`, so that searches rank
-    models by it.
+    models by it. With ``method="sgais"``, ``partial_fit`` updates both from
+    new data only (online evidence).
 
     Read more in the :ref:`User Guide <evidence>`.
 
@@ -37,10 +48,16 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
     prior_var : float, default=1.0
         Prior variance :math:`\sigma_w^2` of the weights and intercept (the
         paper's standard normal prior is ``1``).
-    method : {"sti", "exact"}, default="sti"
-        How the evidence is computed.
+    method : {"sti", "exact", "sgais", "ais"}, default="sti"
+        How the evidence is computed: stochastic thermodynamic integration
+        (:func:`~skevidence.sti_log_evidence`), the closed form, stochastic
+        gradient annealed importance sampling
+        (:func:`~skevidence.sgais_log_evidence`, the only method with
+        ``partial_fit``), or annealed importance sampling with full-data HMC
+        (:func:`~skevidence.evidence.ais_log_evidence`, a reference).
     temperatures : int or array-like, default=20
-        Ladder of STI (see :func:`~skevidence.sti_log_evidence`).
+        Ladder of STI (see :func:`~skevidence.sti_log_evidence`), also used
+        by ``method="ais"``, which needs hundreds.
     ladder : {"power", "uniform"}, default="power"
         Kind of ladder built from an int ``temperatures``.
     n_samples : int, default=3000
@@ -55,6 +72,23 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
         Scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
     step_decay : float, default=0.51
         Exponent :math:`b` of the schedule.
+    n_particles : int, default=10
+        Particles of SGAIS (and of AIS).
+    target_ess : float, default=8
+        SGAIS: effective sample size each annealing step aims at, in
+        ``(1, n_particles]``.
+    chunk_size : int or None, default=None
+        SGAIS: data per chunk; ``None`` is the schedule of seed 004.
+    n_steps : int, default=20
+        SGAIS: SGHMC steps after each annealing step.
+    learning_rate : float, default=0.1
+        SGAIS: per-observation learning rate; SGHMC uses
+        :math:`\eta = \text{learning\_rate}/n` with :math:`n` the data seen.
+    resample : bool, default=True
+        SGAIS: resample the particles after every annealing step.
+    reservoir_size : int or None, default=None
+        SGAIS: keep a uniform reservoir of this many past rows for the
+        minibatches instead of all of them (bounded memory for streams).
     random_state : int, RandomState instance or None, default=None
         Seed of the sampler; an int makes ``fit`` reproducible.
     verbose : int, default=0
@@ -68,6 +102,12 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
         Its Monte-Carlo standard error (0 for ``method="exact"``).
     result_ : EvidenceResult
         The full record of the estimate.
+    log_evidence_path_ : ndarray of shape (n_chunks,)
+        ``method="sgais"`` only: the log-evidence of the data seen after
+        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
+    n_samples_seen_ : int
+        ``method="sgais"`` only: number of samples seen by ``fit`` and
+        ``partial_fit``.
     coef_ : ndarray of shape (n_features,)
         Posterior mean of ``w``.
     intercept_ : float
@@ -94,6 +134,14 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
     >>> reg = BayesianLinearRegression(noise_var=0.25, method="exact").fit(X, y)
     >>> np.round(reg.coef_, 1)
     array([ 1. , -2. ,  0.5])
+
+    The evidence of a stream, updated online:
+
+    >>> online = BayesianLinearRegression(noise_var=0.25, method="sgais", random_state=0)
+    >>> for start in range(0, 200, 50):
+    ...     online = online.partial_fit(X[start:start + 50], y[start:start + 50])
+    >>> bool(abs(online.log_evidence_ - reg.log_evidence_) < 4 * online.log_evidence_std_ + 1)
+    True
     """
 
     _supervised = True
@@ -102,8 +150,9 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
         "noise_var": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "prior_var": [Interval(Real, 0, None, closed="neither")],
-        "method": [StrOptions({"sti", "exact"})],
+        "method": [StrOptions({"sti", "exact", "sgais", "ais"})],
         **STI_PARAMETER_CONSTRAINTS,
+        **SGAIS_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -121,6 +170,13 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
         sampler=STI_DEFAULTS["sampler"],
         step_size=STI_DEFAULTS["step_size"],
         step_decay=STI_DEFAULTS["step_decay"],
+        n_particles=SGAIS_DEFAULTS["n_particles"],
+        target_ess=SGAIS_DEFAULTS["target_ess"],
+        chunk_size=SGAIS_DEFAULTS["chunk_size"],
+        n_steps=SGAIS_DEFAULTS["n_steps"],
+        learning_rate=SGAIS_DEFAULTS["learning_rate"],
+        resample=SGAIS_DEFAULTS["resample"],
+        reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
         random_state=None,
         verbose=0,
     ):
@@ -136,6 +192,13 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
         self.sampler = sampler
         self.step_size = step_size
         self.step_decay = step_decay
+        self.n_particles = n_particles
+        self.target_ess = target_ess
+        self.chunk_size = chunk_size
+        self.n_steps = n_steps
+        self.learning_rate = learning_rate
+        self.resample = resample
+        self.reservoir_size = reservoir_size
         self.random_state = random_state
         self.verbose = verbose
 
@@ -167,10 +230,25 @@ class BayesianLinearRegression(ExactEvidenceMixin, EvidenceEstimatorMixin, Regre
         X, y = self._validate_fit_data(X, y, reset=True)
         model = self._fit_evidence(X, y)
         mean, self.posterior_cov_ = model.posterior(X, y)
-        n = X.shape[1]
+        self._set_coefficients(mean)
+        # The posterior's sufficient statistics, for partial_fit to continue from.
+        self._moments = model.moments(X, y)
+        return self
+
+    def _set_coefficients(self, mean):
+        n = self.n_features_in_
         self.coef_ = mean[:n]
         self.intercept_ = float(mean[n]) if self.fit_intercept else 0.0
-        return self
+
+    def _partial_fit_update(self, X, y, first):
+        """Exact posterior of all data seen, from summed sufficient statistics."""
+        model = self._make_model(X)
+        gram, moment = model.moments(X, y)
+        if not first:
+            gram, moment = gram + self._moments[0], moment + self._moments[1]
+        self._moments = (gram, moment)
+        mean, self.posterior_cov_ = model.posterior_from_moments(gram, moment)
+        self._set_coefficients(mean)
 
     def predict(self, X):
         """Posterior-mean prediction :math:`E[w]^T x + E[b]`.

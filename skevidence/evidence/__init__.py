@@ -4,8 +4,11 @@ from ._ladder import temperature_ladder, trapezoid_weights
 from ._result import EvidenceResult
 from ._runner import ChainTrace, GradientChainRunner, Minibatches
 from ._stderr import batch_means_variance, integrated_autocorr_time
+from .ais import ais_log_evidence
 from .chib import chib_log_evidence_nmf
+from .chib_parafac import chib_log_evidence_parafac
 from .exact import exact_log_evidence
+from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
 from .sti import sti_log_evidence
 
 __all__ = [
@@ -13,10 +16,16 @@ __all__ = [
     "EvidenceResult",
     "GradientChainRunner",
     "Minibatches",
+    "SGAISState",
+    "ais_log_evidence",
     "batch_means_variance",
     "chib_log_evidence_nmf",
+    "chib_log_evidence_parafac",
     "exact_log_evidence",
     "integrated_autocorr_time",
+    "sgais_advance",
+    "sgais_init",
+    "sgais_log_evidence",
     "sti_log_evidence",
     "temperature_ladder",
     "trapezoid_weights",

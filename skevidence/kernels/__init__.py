@@ -13,12 +13,24 @@ from .nmf import (
     group_by_blocks,
     run_nmf_chain,
 )
+from .parafac import (
+    PARAFACChainResult,
+    PARAFACData,
+    compile_parafac_kernels,
+    run_parafac_chain,
+    score_parafac_prior,
+)
 
 __all__ = [
     "NMFChainResult",
     "NMFData",
+    "PARAFACChainResult",
+    "PARAFACData",
     "block_bounds",
     "compile_nmf_kernels",
+    "compile_parafac_kernels",
     "group_by_blocks",
     "run_nmf_chain",
+    "run_parafac_chain",
+    "score_parafac_prior",
 ]

@@ -28,6 +28,27 @@ class EvidenceModel:
     Evidence methods only ever see a model through these methods; a model with
     a faster way to run a whole chain (a fused numba kernel, say) overrides
     :meth:`chain_runner`, the seam between the STI driver and the model.
+
+    **Batched over particles (optional).** SGAIS and AIS move a population of
+    ``M`` parameter vectors at once, stacked as ``thetas`` of shape
+    ``(M, n_params)``. They call
+
+    - :meth:`log_likelihood_and_grad_particles` ``(thetas, X, y)`` →
+      ``(log_lik, grads)`` of shapes ``(M, n_rows)`` and ``(M, n_params)``:
+      per-datum log-likelihoods of every particle on the same rows, and each
+      particle's gradient of their sum;
+    - :meth:`log_likelihood_particles` ``(thetas, X, y)`` → ``(M, n_rows)``,
+      the same without gradients (cheaper when only weights are needed);
+    - :meth:`log_prior_particles` ``(thetas)`` → ``(M,)`` and
+      :meth:`grad_log_prior_particles` ``(thetas)`` → ``(M, n_params)``.
+
+    The defaults loop over the particles with the single-``theta`` methods
+    above, so a model works without them; a model that can vectorise (one
+    matrix product for all particles) overrides them, which is what makes
+    SGAIS fast. Overrides must agree with the loops to rounding. Both
+    methods also need exact prior draws (:meth:`sample_prior` with
+    ``size=M``), and rows of the prepared data indexable along the first
+    axis (``X[idx]``, ``y[idx]``) since they draw minibatches by index.
     """
 
     #: Whether :meth:`sample_prior` draws exactly from the prior; if so, STI
@@ -94,6 +115,50 @@ class EvidenceModel:
     def grad_log_prior(self, theta):
         """Gradient of :meth:`log_prior`, shape ``(n_params,)``."""
         raise self._missing("grad_log_prior")
+
+    def log_likelihood_particles(self, thetas, X, y=None):
+        """Per-datum log-likelihoods for a stack of parameters, shape ``(M, n_rows)``.
+
+        The default calls :meth:`log_likelihood` once per particle; see the
+        class docstring for the batched interface.
+        """
+        return np.stack([np.asarray(self.log_likelihood(theta, X, y), dtype=np.float64) for theta in thetas])
+
+    def log_likelihood_and_grad_particles(self, thetas, X, y=None):
+        """Per-datum log-likelihoods and summed gradients for a stack of parameters.
+
+        Parameters
+        ----------
+        thetas : ndarray of shape (M, n_params)
+            One parameter vector per row (particle).
+        X : ndarray
+            Rows of the prepared data, shared by all particles.
+        y : ndarray or None
+            Matching rows of the targets, for conditional models.
+
+        Returns
+        -------
+        log_lik : ndarray of shape (M, n_rows)
+            ``log p(x_n | theta_m)``.
+        grads : ndarray of shape (M, n_params)
+            ``sum_n grad log p(x_n | theta_m)`` for each particle.
+
+        Notes
+        -----
+        The default loops over particles with :meth:`log_likelihood_and_grad`.
+        """
+        pairs = [self.log_likelihood_and_grad(theta, X, y) for theta in thetas]
+        log_lik = np.stack([np.asarray(p[0], dtype=np.float64) for p in pairs])
+        grads = np.stack([np.asarray(p[1], dtype=np.float64) for p in pairs])
+        return log_lik, grads
+
+    def log_prior_particles(self, thetas):
+        """Log prior density of each particle, shape ``(M,)``; loops over :meth:`log_prior` by default."""
+        return np.array([self.log_prior(theta) for theta in thetas], dtype=np.float64)
+
+    def grad_log_prior_particles(self, thetas):
+        """Gradient of the log prior of each particle, shape ``(M, n_params)``; loops by default."""
+        return np.stack([np.asarray(self.grad_log_prior(theta), dtype=np.float64) for theta in thetas])
 
     def _missing(self, method):
         return TypeError(

@@ -62,9 +62,27 @@ class GaussianAdditive(EvidenceModel):
         grad = np.full(self.n_components, resid.sum() / self.noise_var)
         return log_lik, grad
 
+    def log_likelihood_particles(self, thetas, X, y=None):
+        resid = X - thetas.sum(axis=1)[:, None]
+        return -0.5 * (_LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
+
+    def log_likelihood_and_grad_particles(self, thetas, X, y=None):
+        log_lik = self.log_likelihood_particles(thetas, X)
+        # d/dtheta_r of sum_n log p(x_n|theta) is the same for every r: sum_n resid_n / noise_var.
+        total = (X.sum() - X.size * thetas.sum(axis=1)) / self.noise_var
+        return log_lik, np.repeat(total[:, None], self.n_components, axis=1)
+
     def log_prior(self, theta):
         d = theta - self.prior_mean
         return -0.5 * (self.n_components * (_LOG_2PI + np.log(self.prior_var)) + d @ d / self.prior_var)
+
+    def log_prior_particles(self, thetas):
+        d = thetas - self.prior_mean
+        sq = np.einsum("ij,ij->i", d, d)
+        return -0.5 * (self.n_components * (_LOG_2PI + np.log(self.prior_var)) + sq / self.prior_var)
+
+    def grad_log_prior_particles(self, thetas):
+        return -(thetas - self.prior_mean) / self.prior_var
 
     def grad_log_prior(self, theta):
         return -(theta - self.prior_mean) / self.prior_var
@@ -95,4 +113,15 @@ class GaussianAdditive(EvidenceModel):
         c = self.n_components * self.prior_var
         shift = self.prior_var * (x.mean() - self.n_components * self.prior_mean)
         shift /= c + self.noise_var / x.size
+        return np.full(self.n_components, self.prior_mean + shift)
+
+    def posterior_mean_from_moments(self, n, total):
+        r"""Exact posterior mean of :math:`\theta` from the count ``n`` and the sum ``total`` of the data.
+
+        Both add up over pieces of a stream, so this gives the posterior of
+        everything seen without keeping the data.
+        """
+        c = self.n_components * self.prior_var
+        shift = self.prior_var * (total / n - self.n_components * self.prior_mean)
+        shift /= c + self.noise_var / n
         return np.full(self.n_components, self.prior_mean + shift)

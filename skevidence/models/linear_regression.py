@@ -68,8 +68,25 @@ class LinearGaussian(EvidenceModel):
         grad = X.T @ resid / self.noise_var
         return log_lik, grad
 
+    def log_likelihood_particles(self, thetas, X, y=None):
+        resid = y - thetas @ X.T
+        return -0.5 * (_LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
+
+    def log_likelihood_and_grad_particles(self, thetas, X, y=None):
+        # One (M, d) x (d, n) product for all particles instead of M passes over the rows.
+        resid = y - thetas @ X.T
+        log_lik = -0.5 * (_LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
+        return log_lik, resid @ X / self.noise_var
+
     def log_prior(self, theta):
         return -0.5 * (self.n_params * (_LOG_2PI + np.log(self.prior_var)) + theta @ theta / self.prior_var)
+
+    def log_prior_particles(self, thetas):
+        sq = np.einsum("ij,ij->i", thetas, thetas)
+        return -0.5 * (self.n_params * (_LOG_2PI + np.log(self.prior_var)) + sq / self.prior_var)
+
+    def grad_log_prior_particles(self, thetas):
+        return -thetas / self.prior_var
 
     def grad_log_prior(self, theta):
         return -theta / self.prior_var
@@ -112,3 +129,21 @@ class LinearGaussian(EvidenceModel):
         mean = cho_solve(factor, b)
         cov = cho_solve(factor, np.eye(self.n_params))
         return mean, cov
+
+    def moments(self, X, y):
+        r"""Sufficient statistics :math:`(\tilde X^T \tilde X, \tilde X^T y)` of some rows.
+
+        They add up over disjoint pieces of the data, so a stream can keep
+        them and get the exact posterior of everything seen with
+        :meth:`posterior_from_moments`.
+        """
+        design, y = self.prepare_data(X, y)
+        return design.T @ design, design.T @ y
+
+    def posterior_from_moments(self, gram, moment):
+        r"""Exact posterior mean and covariance from summed :meth:`moments`."""
+        precision = np.array(gram, dtype=np.float64) / self.noise_var
+        precision[np.diag_indices_from(precision)] += 1.0 / self.prior_var
+        factor = cho_factor(precision, lower=True)
+        mean = cho_solve(factor, np.asarray(moment, dtype=np.float64) / self.noise_var)
+        return mean, cho_solve(factor, np.eye(self.n_params))

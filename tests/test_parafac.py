@@ -1,0 +1,281 @@
+"""PoissonPARAFAC: scikit-learn API, evidence against the rank-1 closed form, bad input."""
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from poisson_parafac_exact import rank1_log_evidence
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skevidence.estimators.poisson_parafac import PoissonPARAFAC
+from skevidence.evidence.sti import sti_log_evidence
+from skevidence.exceptions import SamplerDivergenceError
+from skevidence.models.poisson_parafac import PoissonPARAFACModel
+
+FAST = dict(temperatures=4, n_samples=300, n_burnin=100)
+
+# Short chains in the API tests do not equilibrate; the accuracy tests assert values instead.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def _tensor(seed, shape=(8, 7, 6), rank=2, rate=1.0, scale=2.0):
+    rng = np.random.default_rng(seed)
+    A, B, C = (rng.exponential(1 / rate, size=(n, rank)) for n in shape)
+    return rng.poisson(scale * np.einsum("ir,jr,kr->ijk", A, B, C)).astype(np.float64)
+
+
+def _rank1(seed, lam, shape=(6, 5, 4), scale=3.0):
+    rng = np.random.default_rng(seed)
+    factors = (rng.exponential(1 / lam, size=n) for n in shape)
+    return rng.poisson(scale * np.einsum("i,j,k->ijk", *factors))
+
+
+# ------------------------------------------------------------------ API
+
+
+@parametrize_with_checks([
+    PoissonPARAFAC(rank=2, temperatures=2, n_samples=40, n_burnin=10, random_state=0),
+    PoissonPARAFAC(rank=1, sampler="logsgld", temperatures=2, n_samples=40, n_burnin=10,
+                   random_state=0),
+])  # fmt: skip
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def test_tags_declare_three_d_input():
+    tags = PoissonPARAFAC().__sklearn_tags__()
+    assert tags.input_tags.three_d_array and tags.input_tags.two_d_array
+    assert tags.input_tags.sparse and tags.input_tags.positive_only
+
+
+def test_fit_sets_attributes_and_score_is_cached():
+    X = _tensor(0)
+    est = PoissonPARAFAC(2, **FAST, random_state=0).fit(X)
+    assert np.isfinite(est.log_evidence_) and est.log_evidence_std_ > 0
+    assert est.result_.log_evidence == est.log_evidence_
+    assert [F.shape for F in est.factors_] == [(8, 2), (7, 2), (6, 2)]
+    assert all(np.all(F >= 0) for F in est.factors_)
+    assert est.n_features_in_ == 7
+    assert est.score(X) == est.log_evidence_
+    # Other data: a new estimate, equal to a fresh fit on them.
+    X2 = _tensor(1)
+    assert est.score(X2) == clone(est).fit(X2).log_evidence_ != est.log_evidence_
+
+
+def test_factors_are_the_posterior_mean_at_t1():
+    # A rank-1 tensor with large counts: the posterior mean reproduces the intensity.
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.uniform(1.0, 3.0, size=n) for n in (6, 5, 4))
+    V = 20.0 * np.einsum("i,j,k->ijk", a, b, c)
+    X = rng.poisson(V).astype(float)
+    est = PoissonPARAFAC(1, sampler="logsgld", n_blocks=1, temperatures=6, n_samples=3000,
+                         n_burnin=1000, random_state=0).fit(X)
+    A, B, C = est.factors_
+    fitted = np.einsum("ir,jr,kr->ijk", A, B, C)
+    assert np.abs(fitted / V - 1.0).mean() < 0.1
+    assert est.result_.temperatures[-1] == 1.0
+
+
+@pytest.mark.parametrize("sampler", ["psgld", "logsgld"])
+def test_dense_and_sparse_input_give_the_same_evidence(sampler):
+    X = _tensor(2)
+    X[X < 2] = 0
+    kwargs = dict(sampler=sampler, n_blocks=3, **FAST, random_state=3)
+    dense = PoissonPARAFAC(2, **kwargs).fit(X)
+    sparse = PoissonPARAFAC(2, **kwargs).fit(sp.coo_array(X))
+    np.testing.assert_allclose(sparse.log_evidence_, dense.log_evidence_, rtol=1e-9)
+    for a, b in zip(sparse.factors_, dense.factors_):
+        np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-10)
+    # Duplicate coordinates are summed: split every count into two entries.
+    idx = np.nonzero(X)
+    half = np.floor(X[idx] / 2)
+    coords = tuple(np.concatenate([i, i]) for i in idx)
+    dup = sp.coo_array((np.concatenate([half, X[idx] - half]), coords), shape=X.shape)
+    assert dup.nnz == 2 * len(idx[0])
+    duplicated = PoissonPARAFAC(2, **kwargs).fit(dup)
+    np.testing.assert_allclose(duplicated.log_evidence_, dense.log_evidence_, rtol=1e-9)
+
+
+def test_two_d_input_is_a_tensor_with_one_slice():
+    X = _tensor(4)[:, :, :1]
+    kwargs = dict(**FAST, random_state=1)
+    three = PoissonPARAFAC(1, **kwargs).fit(X)
+    two = PoissonPARAFAC(1, **kwargs).fit(X[:, :, 0])
+    two_sparse = PoissonPARAFAC(1, **kwargs).fit(sp.csr_array(X[:, :, 0]))
+    assert two.log_evidence_ == three.log_evidence_
+    np.testing.assert_allclose(two_sparse.log_evidence_, three.log_evidence_, rtol=1e-9)
+    assert two.factors_[2].shape == (1, 1)
+
+
+def test_same_seed_same_result_for_any_thread_count(monkeypatch):
+    import skevidence.kernels.parafac as kernels
+
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)  # run the parallel kernel at 2 threads
+    X = _tensor(5)
+    results = []
+    previous = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            est = PoissonPARAFAC(2, n_blocks=3, **FAST, random_state=5).fit(X)
+            results.append((est.log_evidence_, est.factors_))
+    finally:
+        numba.set_num_threads(previous)
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_same_seed_same_result_other_seed_other_result():
+    X = _tensor(6)
+    a, b, c = (PoissonPARAFAC(2, **FAST, random_state=s).fit(X).log_evidence_ for s in (1, 1, 2))
+    assert a == b != c
+
+
+def test_functional_core_accepts_the_model_and_nothing_is_dropped():
+    X = _tensor(7)
+    params = dict(prior_rate=(0.5, 1.5, 2.0), n_blocks=2, sampler="sgld", step_size=1e-5,
+                  step_decay=0.0, ladder="uniform", temperatures=3, n_samples=200, n_burnin=50,
+                  random_state=0)
+    est = PoissonPARAFAC(2, **params).fit(X)
+    model = PoissonPARAFACModel(2, (0.5, 1.5, 2.0), n_blocks=2)
+    result = sti_log_evidence(model, X, sampler="sgld", step_size=1e-5, step_decay=0.0,
+                              ladder="uniform", temperatures=3, n_samples=200, n_burnin=50,
+                              random_state=0)
+    assert result.log_evidence == est.log_evidence_
+    assert result.diagnostics["step_size_schedule"] == (1e-5, 0.0)
+    assert result.diagnostics["batch_size"] == 8 * 7 * 6 // 4  # the part is the minibatch
+    np.testing.assert_array_equal(result.temperatures, [0.0, 1 / 3, 2 / 3, 1.0])
+
+
+def test_model_likelihood_and_gradient():
+    X = _tensor(8, shape=(4, 3, 5))
+    model = PoissonPARAFACModel(2, (1.0, 2.0, 0.5))
+    rng = np.random.default_rng(0)
+    theta = rng.uniform(0.5, 1.5, size=(4 + 3 + 5) * 2)
+    log_lik, grad = model.log_likelihood_and_grad(theta, X)
+    A, B, C = model.split(theta, X.shape)
+    V = np.einsum("ir,jr,kr->ijk", A, B, C)
+    from scipy.stats import poisson
+
+    np.testing.assert_allclose(log_lik, poisson.logpmf(X, V).ravel(), rtol=1e-12)
+    h = 1e-6
+    for n in (0, 9, 20):
+        step = np.zeros_like(theta)
+        step[n] = h
+        up = model.log_likelihood(theta + step, X).sum()
+        down = model.log_likelihood(theta - step, X).sum()
+        numeric = (up - down) / (2 * h)
+        assert grad[n] == pytest.approx(numeric, rel=1e-6)
+    prior = model.split_log_prior((A, B, C))
+    rates = (1.0, 2.0, 0.5)
+    expected = sum(F.size * np.log(r) - r * F.sum() for F, r in zip((A, B, C), rates))
+    assert prior == pytest.approx(expected)
+
+
+# ------------------------------------------------------------------ against the closed form
+
+
+@pytest.mark.parametrize("lam", [1.0, 3.0])
+def test_logsgld_sti_matches_rank1_closed_form(seed, lam):
+    # 4 standard errors, nothing more: with one block (the part is the whole tensor, no
+    # minibatch noise) and 30 temperatures, the ladder's and the step's biases are below
+    # one standard error on these tensors (measured: |z| < 2 over 9 tensors, lambda = 1, 2, 3).
+    X = _rank1(seed, lam)
+    est = PoissonPARAFAC(1, lam, n_blocks=1, sampler="logsgld", temperatures=30, n_samples=20000,
+                         n_burnin=5000, random_state=seed).fit(X)
+    exact = rank1_log_evidence(X, lam)
+    assert abs(est.log_evidence_ - exact) <= 4 * est.log_evidence_std_, (est.log_evidence_, exact)
+    assert est.log_evidence_std_ < 0.005 * abs(exact)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lam", [1.0, 2.0, 3.0])
+def test_logsgld_sti_matches_rank1_closed_form_long(seed, lam):
+    for offset in (1, 2):
+        X = _rank1(seed + offset, lam)
+        est = PoissonPARAFAC(1, lam, n_blocks=1, sampler="logsgld", temperatures=40,
+                             n_samples=40000, n_burnin=10000, random_state=seed + offset).fit(X)
+        exact = rank1_log_evidence(X, lam)
+        assert abs(est.log_evidence_ - exact) <= 4 * est.log_evidence_std_, (est.log_evidence_,
+                                                                            exact)
+
+
+#: Allowed bias of block-parallel STI beyond 4 standard errors, as a share of |log Z|.
+#: With 2 x 2 x 2 blocks on a 6 x 5 x 4 tensor a part holds a quarter of the entries,
+#: and the stochastic-gradient noise of the parts (seed 000, Theorem 1) widens the
+#: chains and lowers the estimate, measured at 0.1-0.9 nats (0.3-0.6 % of |log Z|,
+#: 2-3.7 standard errors; T=40, 40000 iterations, lambda = 1, 2) and not removed by a
+#: 10x smaller step. The standard error does not cover it.
+BLOCK_BIAS_MARGIN = 0.008
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lam", [1.0, 2.0])
+def test_block_parallel_logsgld_sti_near_rank1_closed_form(seed, lam):
+    X = _rank1(seed, lam)
+    est = PoissonPARAFAC(1, lam, n_blocks=2, sampler="logsgld", temperatures=40, n_samples=40000,
+                         n_burnin=10000, random_state=seed).fit(X)
+    exact = rank1_log_evidence(X, lam)
+    allowed = 4 * est.log_evidence_std_ + BLOCK_BIAS_MARGIN * abs(exact)
+    assert abs(est.log_evidence_ - exact) <= allowed, (est.log_evidence_, exact, allowed)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="Known defect (as for NMF, issue 3): STI with pSGLD on 6x5x4 rank-1 tensors falls "
+    "8-17 nats below the closed form, 10-17 standard errors (lambda=1, T=40, 40000 iterations, "
+    "B=1 and B=2: -16.8 +- 1.0, -8.5 +- 0.8, -9.2 +- 0.8 nats); its chains lag at low "
+    "temperatures. sampler='logsgld' agrees.",
+)
+def test_psgld_sti_matches_rank1_closed_form(seed):
+    X = _rank1(seed, 1.0)
+    est = PoissonPARAFAC(1, 1.0, n_blocks=2, sampler="psgld", temperatures=40, n_samples=40000,
+                         n_burnin=10000, random_state=seed).fit(X)
+    exact = rank1_log_evidence(X, 1.0)
+    assert abs(est.log_evidence_ - exact) <= 4 * est.log_evidence_std_
+
+
+# ------------------------------------------------------------------ bad input
+
+X_GOOD = _tensor(9)
+
+
+@pytest.mark.parametrize(
+    "X, params, match",
+    [
+        (np.where(X_GOOD > 3, -1.0, X_GOOD), {}, "Negative values"),
+        (np.where(X_GOOD > 3, np.nan, X_GOOD), {}, "NaN"),
+        (np.where(X_GOOD > 3, np.inf, X_GOOD), {}, "infinity"),
+        (X_GOOD[0, 0], {}, "2D array"),
+        (X_GOOD[None], {}, "3-D tensor"),
+        (np.empty((0, 5, 4)), {}, "empty"),
+        (np.empty((3, 5, 0)), {}, "empty"),
+        (X_GOOD, {"rank": 0}, "rank"),
+        (X_GOOD, {"n_blocks": 7}, "n_blocks=7 is larger than the tensor allows"),
+        (X_GOOD, {"prior_rate": -1.0}, "prior_rate"),
+        (X_GOOD, {"prior_rate": (1.0, 2.0)}, "sequence of 3"),
+        (X_GOOD, {"prior_rate": (1.0, 0.0, 2.0)}, "positive finite"),
+        (X_GOOD + 0.5, {"method": "chib"}, "integer"),
+        (X_GOOD, {"sampler": "hmc"}, "sampler"),
+    ],
+)
+def test_bad_input(X, params, match):
+    with pytest.raises(ValueError, match=match):
+        PoissonPARAFAC(**{**FAST, **params}).fit(X)
+
+
+def test_bad_sparse_input():
+    with pytest.raises(ValueError, match="Negative"):
+        PoissonPARAFAC(**FAST).fit(sp.coo_array(np.where(X_GOOD > 3, -1.0, X_GOOD)))
+    four_d = sp.coo_array((np.ones(2), (np.array([0, 1]),) * 4), shape=(2, 2, 2, 2))
+    with pytest.raises(ValueError, match="3-D tensor"):
+        PoissonPARAFAC(**FAST).fit(four_d)
+
+
+def test_diverging_chain_names_the_step_size():
+    with pytest.raises(SamplerDivergenceError, match="step_size"):
+        PoissonPARAFAC(2, sampler="sgld", step_size=1e6, step_decay=0.0, **FAST,
+                       random_state=0).fit(X_GOOD * 1e3)
