@@ -8,7 +8,9 @@ candidate of largest evidence.
 """
 
 from .estimators import (
+    BayesianGMM,
     BayesianLinearRegression,
+    BayesianLogisticRegression,
     BayesianNMFRankSelector,
     EvidenceGridSearch,
     GaussianAdditiveModel,
@@ -30,7 +32,9 @@ from .exceptions import SamplerDivergenceError
 from .plotting import EvidenceCurveDisplay
 
 __all__ = [
+    "BayesianGMM",
     "BayesianLinearRegression",
+    "BayesianLogisticRegression",
     "BayesianNMFRankSelector",
     "EvidenceCurveDisplay",
     "EvidenceGridSearch",

@@ -25,11 +25,15 @@ from hypothesis import strategies as st  # noqa: E402
 
 import skevidence  # noqa: E402
 from skevidence import (  # noqa: E402
+    BayesianGMM,
     BayesianLinearRegression,
+    BayesianLogisticRegression,
     BayesianNMFRankSelector,
     EvidenceGridSearch,
     GaussianAdditiveModel,
+    PARAFACRankSelector,
     PoissonNMF,
+    PoissonPARAFAC,
     SemiSupervisedNMF,
 )
 from skevidence.audio import SpectrogramTransformer  # noqa: E402
@@ -50,7 +54,7 @@ NAMES = {
 }
 
 #: Kinds of target that take sparse input.
-SPARSE_KINDS = ("matrix", "counts", "tensor")
+SPARSE_KINDS = ("matrix", "counts", "tensor", "tensor-counts")
 
 FAST_STI = dict(temperatures=3, n_samples=40, n_burnin=10, random_state=0)
 
@@ -74,6 +78,24 @@ TARGETS = {
         "real",
     ),
     "SpectrogramTransformer": (lambda: SpectrogramTransformer(n_fft=8), "waveform"),
+    "PoissonPARAFAC": (lambda: PoissonPARAFAC(rank=1, sampler="logsgld", **FAST_STI), "tensor"),
+    "PoissonPARAFAC(chib)": (
+        lambda: PoissonPARAFAC(rank=1, method="chib", n_gibbs=30, n_gibbs_burnin=10, n_reduced=20,
+                               random_state=0),
+        "tensor-counts",
+    ),
+    "PARAFACRankSelector": (lambda: PARAFACRankSelector(ranks=(1,), **FAST_STI), "tensor"),
+    "BayesianLogisticRegression": (
+        lambda: BayesianLogisticRegression(n_particles=4, target_ess=2, n_steps=2, random_state=0),
+        "classification",
+    ),
+    "BayesianGMM": (
+        lambda: BayesianGMM(n_components=2, n_particles=4, target_ess=2, n_steps=2, random_state=0), "real",
+    ),
+    "BayesianLinearRegression(sgais)": (
+        lambda: BayesianLinearRegression(method="sgais", n_particles=4, target_ess=2, n_steps=2, random_state=0),
+        "regression",
+    ),
 }
 
 DTYPES = ("int64", "float32", "float64", "bool", "object", "complex128")
@@ -123,12 +145,12 @@ def _problems(X, kind, fill):
     if fill in ("nan", "inf") and arr.size and arr.dtype != object:
         problems.append(fill)
     # A 2-D waveform input is a batch of waveforms, one per row.
-    wanted = {"waveform": (1, 2), "tensor": (2, 3)}.get(kind, (2,))
+    wanted = {"waveform": (1, 2), "tensor": (2, 3), "tensor-counts": (2, 3)}.get(kind, (2,))
     if arr.ndim not in wanted or (kind == "waveform" and arr.ndim == 2 and min(arr.shape) > 1):
         problems.append("ndim")
     if arr.size == 0:
         problems.append("empty")
-    if (fill == "negative" and kind in ("matrix", "counts", "tensor") and arr.size
+    if (fill == "negative" and kind in SPARSE_KINDS and arr.size
             and arr.dtype not in (object, bool) and not np.iscomplexobj(arr)):  # fmt: skip
         problems.append("negative")
     return problems
@@ -136,9 +158,9 @@ def _problems(X, kind, fill):
 
 def _call(name, factory, kind, X):
     estimator = factory()
-    if kind == "regression":
+    if kind in ("regression", "classification"):
         y = np.arange(np.shape(X)[0], dtype=np.float64) if np.ndim(X) >= 1 else np.zeros(1)
-        estimator.fit(X, y)
+        estimator.fit(X, y % 2 if kind == "classification" else y)
         return estimator.log_evidence_
     if kind == "waveform":
         return np.asarray(estimator.fit_transform(X)).sum()
@@ -156,7 +178,7 @@ def _call(name, factory, kind, X):
 def test_bad_input_battery(name, case):
     factory, kind = TARGETS[name]
     shape, dtype, fill, as_sparse, seed = case
-    if kind == "counts" and fill == "finite":
+    if kind in ("counts", "tensor-counts") and fill == "finite":
         fill = "zeros" if seed == 0 else fill
     X = _make(*case)
     TRIED[name].add(case)

@@ -1,7 +1,9 @@
 """scikit-learn estimators: evidence-scored models and the evidence search."""
 
 from .gaussian_additive import GaussianAdditiveModel
+from .gmm import BayesianGMM
 from .linear_regression import BayesianLinearRegression
+from .logistic_regression import BayesianLogisticRegression
 from .nmf_rank import BayesianNMFRankSelector
 from .parafac_rank import PARAFACRankSelector
 from .poisson_nmf import PoissonNMF
@@ -10,7 +12,9 @@ from .search import EvidenceGridSearch
 from .semi_supervised_nmf import SemiSupervisedNMF, SeparationResult
 
 __all__ = [
+    "BayesianGMM",
     "BayesianLinearRegression",
+    "BayesianLogisticRegression",
     "BayesianNMFRankSelector",
     "EvidenceGridSearch",
     "GaussianAdditiveModel",

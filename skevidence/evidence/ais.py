@@ -212,7 +212,8 @@ def ais_log_evidence(
         ``method="ais"``; ``temperatures`` is the ladder and
         ``expected_log_likelihood`` the weighted mean of
         :math:`\log p(x|\theta)` at each temperature (a by-product). The
-        diagnostics hold ``"ess"`` (of the final weights), ``"log_weights"``,
+        diagnostics hold ``"ess"`` (of the final weights), ``"log_weights"``
+        and ``"particles"`` (the final particles, a weighted posterior sample),
         ``"acceptance_rate"`` and ``"step_size"`` per temperature.
 
     Warns
@@ -329,6 +330,8 @@ def ais_log_evidence(
             "acceptance_rate": acceptance,
             "step_size": step_sizes,
             "std_error_method": "delta method over independent particles",
+            # The weighted particles are the posterior sample (estimators keep them).
+            "particles": thetas.copy(),
         },
         posterior_mean=w @ thetas,
     )

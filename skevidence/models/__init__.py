@@ -2,8 +2,18 @@
 
 from ._base import EvidenceModel
 from .gaussian_additive import GaussianAdditive
+from .gaussian_mixture import DiagonalGaussianMixture
 from .linear_regression import LinearGaussian
 from .poisson_nmf import PoissonNMFModel
 from .poisson_parafac import PoissonPARAFACModel
+from .softmax_regression import SoftmaxRegression
 
-__all__ = ["EvidenceModel", "GaussianAdditive", "LinearGaussian", "PoissonNMFModel", "PoissonPARAFACModel"]
+__all__ = [
+    "DiagonalGaussianMixture",
+    "EvidenceModel",
+    "GaussianAdditive",
+    "LinearGaussian",
+    "PoissonNMFModel",
+    "PoissonPARAFACModel",
+    "SoftmaxRegression",
+]

@@ -1,0 +1,344 @@
+"""Estimator for Bayesian softmax (multinomial logistic) regression scored by its evidence."""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils import gen_batches
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..evidence.sgais import DEFAULT_BATCH_SIZE as SGAIS_BATCH_SIZE
+from ..models.softmax_regression import SoftmaxRegression
+from ._base import (
+    SGAIS_DEFAULTS,
+    SGAIS_PARAMETER_CONSTRAINTS,
+    STI_DEFAULTS,
+    STI_PARAMETER_CONSTRAINTS,
+    EvidenceEstimatorMixin,
+)
+from ._online import OnlineEvidenceMixin
+from .gmm import _posterior_particles
+
+__all__ = ["BayesianLogisticRegression"]
+
+#: Rows per block when predicting, so that the (particles, rows, classes)
+#: intermediate stays small whatever the size of ``X``.
+_PREDICT_ROWS = 8192
+
+
+class BayesianLogisticRegression(
+    OnlineEvidenceMixin, EvidenceEstimatorMixin, ClassifierMixin, BaseEstimator
+):
+    r"""Softmax (multinomial logistic) regression scored by its evidence (seed 004, section 4.2).
+
+    .. math::
+        W_{jk}, b_k \sim \mathcal{N}(0, \sigma_w^2), \qquad
+        p(y_n = k \mid x_n, W, b) = \mathrm{softmax}_k(x_n^T W + b),
+
+    with weights and a bias for every one of the ``K`` classes (binary
+    problems included: ``2(d + 1)`` parameters). ``fit`` estimates
+    :math:`\log p(y \mid X)` by SGAIS (default), AIS or STI and keeps the
+    posterior particles; :meth:`predict_proba` is the posterior predictive,
+    the softmax averaged over the weighted particles. With SGAIS,
+    :meth:`partial_fit` adds data without revisiting the old data.
+
+    Unlike other classifiers, ``score`` returns the **log-evidence** of
+    ``(X, y)``, not the accuracy, so that searches rank models (feature
+    sets, prior variances) by it; use
+    :func:`sklearn.metrics.accuracy_score` on :meth:`predict` for accuracy.
+
+    Read more in the :ref:`User Guide <evidence>`.
+
+    Parameters
+    ----------
+    prior_var : float, default=1.0
+        Prior variance :math:`\sigma_w^2` of every weight and bias (seed 004
+        uses 1). The prior is not scale-free: standardise the features, or
+        the evidence compares scalings as much as models.
+    method : {"sgais", "ais", "sti"}, default="sgais"
+        How the evidence is computed: stochastic-gradient annealed importance
+        sampling (:func:`~skevidence.sgais_log_evidence`), annealed importance
+        sampling with full-data HMC (:func:`~skevidence.evidence.ais_log_evidence`),
+        or stochastic thermodynamic integration (:func:`~skevidence.sti_log_evidence`).
+    n_particles : int, default=10
+        Particles of SGAIS (and independent runs of AIS).
+    target_ess : float, default=8
+        SGAIS: effective sample size each annealing step aims at, in
+        ``(1, n_particles]``.
+    batch_size : int, default=500
+        Minibatch size of SGAIS (seed 002's) and of STI.
+    chunk_size : int or None, default=None
+        SGAIS: data per chunk; ``None`` is the schedule of seed 004.
+    n_steps : int, default=20
+        SGAIS: SGHMC steps after each annealing step.
+    learning_rate : float, default=0.1
+        SGAIS: per-observation learning rate; SGHMC uses
+        :math:`\eta = \text{learning\_rate}/n` with :math:`n` the data seen.
+    resample : bool, default=True
+        SGAIS: resample the particles after every annealing step.
+    reservoir_size : int or None, default=None
+        SGAIS: keep a uniform reservoir of this many past rows for the
+        minibatches instead of all of them (bounded memory for streams).
+    temperatures : int or array-like, default=20
+        Ladder of STI (see :func:`~skevidence.sti_log_evidence`), also used
+        by ``method="ais"``, which needs hundreds.
+    ladder : {"power", "uniform"}, default="power"
+        Kind of ladder built from an int ``temperatures``.
+    n_samples : int, default=3000
+        STI: iterations per temperature, burn-in included.
+    n_burnin : int, default=1000
+        STI: burn-in iterations per temperature.
+    sampler : {"psgld", "sgld"} or Sampler, default="psgld"
+        STI: SG-MCMC update rule.
+    step_size : float or "auto", default="auto"
+        STI: scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
+    step_decay : float, default=0.51
+        STI: exponent :math:`b` of the schedule.
+    random_state : int, RandomState instance or None, default=None
+        Seed; an int makes ``fit`` reproducible.
+    verbose : int, default=0
+        Progress reporting.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels; column ``k`` of :meth:`predict_proba` is ``classes_[k]``.
+    log_evidence_ : float
+        Estimated :math:`\log p(y \mid X)` of all the data fitted so far.
+    log_evidence_std_ : float
+        Its Monte-Carlo standard error.
+    result_ : EvidenceResult
+        The full record of the estimate.
+    log_evidence_path_ : ndarray of shape (n_chunks,)
+        ``method="sgais"`` only: the log-evidence of the data seen after
+        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
+    n_samples_seen_ : int
+        ``method="sgais"`` only: number of rows seen by ``fit`` and
+        ``partial_fit``.
+    particles_ : ndarray of shape (n_particles, n_params)
+        Posterior particles ``(W.ravel(), b)``, ``W`` of shape
+        ``(n_features, n_classes)`` (see
+        :class:`~skevidence.models.SoftmaxRegression`): SGAIS's final
+        particles, or AIS's when its result carries them
+        (``result_.diagnostics["particles"]``). A method that reports only a
+        posterior mean (STI: the mean of the chain at :math:`t = 1`) gives a
+        single row, that mean, and :meth:`predict_proba` is then a plug-in
+        estimate.
+    particle_weights_ : ndarray of shape (n_particles,)
+        Their normalised importance weights.
+    coef_ : ndarray of shape (n_classes, n_features)
+        Posterior mean of the weights (transposed, in scikit-learn's layout).
+    intercept_ : ndarray of shape (n_classes,)
+        Posterior mean of the biases.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` has string column names.
+
+    See Also
+    --------
+    skevidence.models.SoftmaxRegression : The model behind this estimator.
+    sklearn.linear_model.LogisticRegression : The penalised maximum-likelihood fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skevidence import BayesianLogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = np.where(X[:, 0] + X[:, 1] > 0, "yes", "no")
+    >>> clf = BayesianLogisticRegression(random_state=0).fit(X, y)
+    >>> clf.classes_
+    array(['no', 'yes'], dtype='<U3')
+    >>> bool((clf.predict(X) == y).mean() > 0.95)
+    True
+    """
+
+    _supervised = True
+
+    _parameter_constraints = {
+        "prior_var": [Interval(Real, 0, None, closed="neither")],
+        "method": [StrOptions({"sgais", "ais", "sti"})],
+        **SGAIS_PARAMETER_CONSTRAINTS,
+        **STI_PARAMETER_CONSTRAINTS,
+    }
+
+    def __init__(
+        self,
+        prior_var=1.0,
+        method="sgais",
+        *,
+        n_particles=SGAIS_DEFAULTS["n_particles"],
+        target_ess=SGAIS_DEFAULTS["target_ess"],
+        batch_size=SGAIS_BATCH_SIZE,
+        chunk_size=SGAIS_DEFAULTS["chunk_size"],
+        n_steps=SGAIS_DEFAULTS["n_steps"],
+        learning_rate=SGAIS_DEFAULTS["learning_rate"],
+        resample=SGAIS_DEFAULTS["resample"],
+        reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
+        temperatures=STI_DEFAULTS["temperatures"],
+        ladder=STI_DEFAULTS["ladder"],
+        n_samples=STI_DEFAULTS["n_samples"],
+        n_burnin=STI_DEFAULTS["n_burnin"],
+        sampler=STI_DEFAULTS["sampler"],
+        step_size=STI_DEFAULTS["step_size"],
+        step_decay=STI_DEFAULTS["step_decay"],
+        random_state=None,
+        verbose=0,
+    ):
+        self.prior_var = prior_var
+        self.method = method
+        self.n_particles = n_particles
+        self.target_ess = target_ess
+        self.batch_size = batch_size
+        self.chunk_size = chunk_size
+        self.n_steps = n_steps
+        self.learning_rate = learning_rate
+        self.resample = resample
+        self.reservoir_size = reservoir_size
+        self.temperatures = temperatures
+        self.ladder = ladder
+        self.n_samples = n_samples
+        self.n_burnin = n_burnin
+        self.sampler = sampler
+        self.step_size = step_size
+        self.step_decay = step_decay
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _make_model(self, X):
+        return SoftmaxRegression(X.shape[1], len(self.classes_), self.prior_var)
+
+    def _set_classes(self, classes):
+        classes = np.unique(np.asarray(classes))
+        if classes.size < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs data of at least 2 classes, got one class "
+                f"({classes.tolist()}); with a single class the evidence is trivially 0."
+            )
+        self.classes_ = classes
+
+    def _encode(self, y):
+        """Class indices of labels ``y`` in ``classes_``; labels outside ``classes_`` raise."""
+        known = np.isin(y, self.classes_)
+        if not np.all(known):
+            raise ValueError(
+                f"y contains labels not in classes_ = {self.classes_.tolist()}: "
+                f"{np.unique(y[~known]).tolist()}. Fit with data of every class, or pass "
+                "classes= with all labels to the first call of partial_fit."
+            )
+        return np.searchsorted(self.classes_, y).astype(np.int64)
+
+    def _validate_fit_data(self, X, y, reset):
+        """Validate ``(X, y)``; ``y`` comes back as class indices once ``classes_`` is known."""
+        X, y = validate_data(self, X, y, reset=bool(reset), dtype=np.float64)
+        check_classification_targets(y)
+        if reset:
+            # fit and the first partial_fit learn classes_ from y (or classes=) themselves.
+            return X, y
+        return X, self._encode(y)
+
+    def _partial_fit_targets(self, X, y, classes, first):
+        """Set ``classes_`` on the first call (from ``classes`` or ``y``), then check it."""
+        if first:
+            self._set_classes(np.unique(y) if classes is None else classes)
+            return X, self._encode(y)
+        if classes is None:
+            return X, y
+        classes = np.unique(np.asarray(classes))
+        if not np.array_equal(classes, self.classes_):
+            raise ValueError(
+                f"classes={classes.tolist()} differs from the classes of the first call, "
+                f"{self.classes_.tolist()}; a stream keeps its classes. Call fit to start anew."
+            )
+        return X, y
+
+    def _partial_fit_update(self, X, y, first):
+        self._set_posterior(self._make_model(X))
+
+    def _set_posterior(self, model):
+        """Particles and the posterior means of the weights and biases."""
+        particles, weights = _posterior_particles(self)
+        self.particles_, self.particle_weights_ = particles, weights
+        W, b = model.unpack(weights @ particles)
+        self.coef_, self.intercept_ = W.T.copy(), b.copy()
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Estimate the evidence of ``y`` given ``X`` and the posterior of ``(W, b)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two distinct).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        X, y = self._validate_fit_data(X, y, reset=True)
+        self._set_classes(y)
+        model = self._fit_evidence(X, self._encode(y))
+        self._set_posterior(model)
+        return self
+
+    def predict_proba(self, X):
+        r"""Posterior-predictive class probabilities.
+
+        :math:`\sum_i w_i\, \mathrm{softmax}(x^T W^{(i)} + b^{(i)})` over the
+        weighted particles.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        model = self._make_model(X)
+        blocks = [
+            model.predict_proba(self.particles_, X[rows], self.particle_weights_)
+            for rows in gen_batches(X.shape[0], _PREDICT_ROWS)
+        ]
+        return np.concatenate(blocks) if blocks else np.empty((0, len(self.classes_)))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Most probable class under the posterior predictive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -1,0 +1,200 @@
+"""Bayesian softmax (multinomial logistic) regression (seed 004, section 4.2)."""
+
+import numpy as np
+from scipy.special import log_softmax, softmax
+
+from ._base import EvidenceModel
+
+__all__ = ["SoftmaxRegression"]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+class SoftmaxRegression(EvidenceModel):
+    r"""Softmax regression with i.i.d. Gaussian priors on all weights and biases.
+
+    .. math::
+        W_{jk}, b_k \sim \mathcal{N}(0, \sigma_w^2), \qquad
+        p(y_n = k \mid x_n, W, b) =
+        \frac{\exp(x_n^T W_{:k} + b_k)}{\sum_{l} \exp(x_n^T W_{:l} + b_l)}.
+
+    As in seed 004 every one of the ``K`` classes has its own weights and bias,
+    so there are :math:`dK + K` parameters (44 for ``d = 10``, ``K = 4``); the
+    likelihood only sees differences between classes, and the prior keeps the
+    redundant direction proper. The parameters are
+    ``theta = (W.ravel(), b)`` with ``W`` of shape ``(n_features, n_classes)``
+    in C order. Rows of ``X`` with their labels ``y`` are the data points.
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension :math:`d` of ``x_n``.
+    n_classes : int
+        Number of classes :math:`K \ge 2`; labels are ``0, ..., K - 1``.
+    prior_var : float, default=1.0
+        Prior variance :math:`\sigma_w^2` of every weight and bias.
+
+    See Also
+    --------
+    skevidence.estimators.logistic_regression.BayesianLogisticRegression :
+        The estimator built on this model.
+    """
+
+    exact_prior_sampling = True
+
+    def __init__(self, n_features, n_classes, prior_var=1.0):
+        for name, value, low in (("n_features", n_features, 1), ("n_classes", n_classes, 2)):
+            if isinstance(value, bool) or int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+        if not (np.isfinite(prior_var) and prior_var > 0):
+            raise ValueError(f"prior_var must be a positive finite number, got {prior_var!r}.")
+        self.n_features = int(n_features)
+        self.n_classes = int(n_classes)
+        self.prior_var = float(prior_var)
+
+    @property
+    def n_params(self):
+        return (self.n_features + 1) * self.n_classes
+
+    def unpack(self, theta):
+        """Split ``theta`` (or a stack of them) into weights and biases.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_params,) or (M, n_params)
+
+        Returns
+        -------
+        W : ndarray of shape (n_features, n_classes) or (M, n_features, n_classes)
+        b : ndarray of shape (n_classes,) or (M, n_classes)
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        d, k = self.n_features, self.n_classes
+        lead = theta.shape[:-1]
+        return theta[..., : d * k].reshape(*lead, d, k), theta[..., d * k :]
+
+    def prepare_data(self, X, y=None):
+        """Return ``X`` as float64 ``(n, n_features)`` and ``y`` as int64 labels in ``0..K-1``.
+
+        Labels must already be class indices; estimators map their own labels
+        (``classes_``) to indices before calling the model.
+        """
+        if y is None:
+            raise ValueError(
+                "SoftmaxRegression is a classification model: y (class labels) is required."
+            )
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
+        y_arr = np.asarray(y)
+        if y_arr.ndim != 1 or y_arr.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"y must be a 1-d array of {X.shape[0]} labels (one per row of X), "
+                f"got shape {y_arr.shape}."
+            )
+        if y_arr.dtype.kind not in "iub":
+            y_float = np.asarray(y_arr, dtype=np.float64)
+            if not np.all(np.isfinite(y_float)) or np.any(y_float != np.round(y_float)):
+                raise ValueError(
+                    "y must hold integer class indices 0..n_classes-1; map labels to indices first "
+                    "(e.g. with np.unique(y, return_inverse=True))."
+                )
+            y_arr = y_float
+        labels = np.ascontiguousarray(y_arr, dtype=np.int64)
+        if labels.size and (labels.min() < 0 or labels.max() >= self.n_classes):
+            raise ValueError(
+                f"y holds class indices outside 0..{self.n_classes - 1} "
+                f"(min {labels.min()}, max {labels.max()}); "
+                f"the model has n_classes={self.n_classes}."
+            )
+        return X, labels
+
+    def _log_probs(self, thetas, X):
+        """Log class probabilities, shape ``(M, n, K)``, for a stack of parameters."""
+        W, b = self.unpack(thetas)
+        return log_softmax(np.einsum("nd,mdk->mnk", X, W) + b[:, None, :], axis=-1)
+
+    def log_likelihood_particles(self, thetas, X, y=None):
+        """Per-datum log-likelihoods for a stack of parameters, shape ``(M, n)``."""
+        log_p = self._log_probs(np.atleast_2d(thetas), X)
+        return np.take_along_axis(log_p, y[None, :, None], axis=-1)[..., 0]
+
+    def log_likelihood_and_grad_particles(self, thetas, X, y=None):
+        r"""Per-datum log-likelihoods and summed gradients for ``M`` parameter vectors.
+
+        The gradient of :math:`\sum_n \log p(y_n | x_n, \theta)` is
+        :math:`X^T (Y - P)` for ``W`` and :math:`\sum_n (Y - P)_n` for ``b``,
+        with ``Y`` the one-hot labels and ``P`` the softmax probabilities.
+
+        Parameters
+        ----------
+        thetas : ndarray of shape (M, n_params)
+        X : ndarray of shape (n, n_features)
+        y : ndarray of shape (n,)
+            Class indices.
+
+        Returns
+        -------
+        log_lik : ndarray of shape (M, n)
+        grads : ndarray of shape (M, n_params)
+        """
+        thetas = np.atleast_2d(thetas)
+        log_p = self._log_probs(thetas, X)
+        log_lik = np.take_along_axis(log_p, y[None, :, None], axis=-1)[..., 0]
+        resid = -np.exp(log_p)
+        resid[:, np.arange(y.size), y] += 1.0
+        grad_W = np.einsum("nd,mnk->mdk", X, resid)
+        grad_b = resid.sum(axis=1)
+        grads = np.concatenate([grad_W.reshape(thetas.shape[0], -1), grad_b], axis=1)
+        return log_lik, grads
+
+    def log_likelihood(self, theta, X, y=None):
+        return self.log_likelihood_particles(theta[None, :], X, y)[0]
+
+    def log_likelihood_and_grad(self, theta, X, y=None):
+        log_lik, grads = self.log_likelihood_and_grad_particles(theta[None, :], X, y)
+        return log_lik[0], grads[0]
+
+    def log_prior_particles(self, thetas):
+        """:meth:`log_prior` of each row of ``thetas``, shape ``(M,)``."""
+        thetas = np.atleast_2d(thetas)
+        sq = np.einsum("mp,mp->m", thetas, thetas)
+        return -0.5 * (self.n_params * (_LOG_2PI + np.log(self.prior_var)) + sq / self.prior_var)
+
+    def grad_log_prior_particles(self, thetas):
+        """:meth:`grad_log_prior` of each row of ``thetas``, shape ``(M, n_params)``."""
+        return -np.atleast_2d(thetas) / self.prior_var
+
+    def log_prior(self, theta):
+        return float(self.log_prior_particles(theta[None, :])[0])
+
+    def grad_log_prior(self, theta):
+        return -np.asarray(theta, dtype=np.float64) / self.prior_var
+
+    def sample_prior(self, rng, size=None):
+        shape = self.n_params if size is None else (size, self.n_params)
+        return np.sqrt(self.prior_var) * rng.standard_normal(shape)
+
+    def predict_proba(self, thetas, X, weights=None):
+        r"""Posterior-predictive class probabilities, averaged over parameter draws.
+
+        Parameters
+        ----------
+        thetas : ndarray of shape (n_params,) or (M, n_params)
+            Parameter draws (particles).
+        X : ndarray of shape (n, n_features)
+            Inputs.
+        weights : ndarray of shape (M,), default=None
+            Normalised importance weights of the draws; uniform by default.
+
+        Returns
+        -------
+        proba : ndarray of shape (n, n_classes)
+            :math:`\sum_i w_i\, \mathrm{softmax}(x_n^T W^{(i)} + b^{(i)})`.
+        """
+        thetas = np.atleast_2d(thetas)
+        W, b = self.unpack(thetas)
+        probs = softmax(np.einsum("nd,mdk->mnk", X, W) + b[:, None, :], axis=-1)
+        if weights is None:
+            return probs.mean(axis=0)
+        return np.einsum("m,mnk->nk", np.asarray(weights, dtype=np.float64), probs)
