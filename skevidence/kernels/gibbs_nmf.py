@@ -154,8 +154,13 @@ def _rescale_components(W, HT, prior_rate_w, prior_rate_h):
     generalised Gibbs with the Haar measure :math:`dc/c` of the scaling group)
     :math:`g(u) = (I - J)u - \lambda_w A e^u - \lambda_h B e^{-u}`,
     :math:`A = \sum_i W_{ir}`, :math:`B = \sum_j H_{rj}`: log-concave with
-    curvature :math:`\lambda_w A + \lambda_h B` at the current state, which
-    sets the random-walk step. Only valid when no entry of W is held fixed.
+    curvature :math:`\lambda_w A e^u + \lambda_h B e^{-u}`, which is at least
+    :math:`2\sqrt{\lambda_w A \lambda_h B}` and equals it where the two terms
+    balance. That bound sets the random-walk step: the product
+    :math:`\lambda_w A \cdot \lambda_h B` does not change under the move, so
+    the proposal is symmetric and the Metropolis test needs no Hastings term
+    (a step set by the curvature at the current state would not be). Only
+    valid when no entry of W is held fixed.
     """
     n_rows, n_components = W.shape
     n_cols = HT.shape[0]
@@ -164,7 +169,7 @@ def _rescale_components(W, HT, prior_rate_w, prior_rate_h):
     for r in range(n_components):
         a = prior_rate_w * w_sums[r]
         b = prior_rate_h * h_sums[r]
-        u = np.random.standard_normal() * SCALE_STEP / math.sqrt(a + b)
+        u = np.random.standard_normal() * SCALE_STEP / math.sqrt(2.0 * math.sqrt(a * b))
         log_ratio = (n_rows - n_cols) * u - a * (math.exp(u) - 1.0) - b * (math.exp(-u) - 1.0)
         if math.log(np.random.random()) < log_ratio:
             c = math.exp(u)
