@@ -12,8 +12,8 @@ a posterior probability near one. Their values differ by more than their
 standard errors, though: in this run STI lies 4 to 9 nats below Chib at ranks
 1 to 3 and 24 nats at rank 4, the bias of chains that lag behind the rising
 temperature, which grows with the rank. The choice is robust to it here
-because the evidence of the true rank stands 17 nats or more above its
-neighbours; differences of a few nats should not be trusted.
+because the evidence of the true rank stands 12 nats or more above its
+neighbours by either method; differences of a few nats should not be trusted.
 
 The evidence penalises extra components without a validation split: every
 entry of the matrix is used to fit and to score.
