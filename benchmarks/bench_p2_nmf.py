@@ -60,15 +60,21 @@ PAPER_STI_S, PAPER_CHIB_S = 137.0, 835.0
 TARGET_STI_TOTAL_S, TARGET_SPEEDUP = 10.0, 20.0
 
 #: (ladder, sampler) configurations of STI.
-ALL_CONFIGS = (("uniform", "sgld"), ("power", "sgld"), ("uniform", "psgld"), ("power", "psgld"))
+ALL_CONFIGS = (
+    ("uniform", "sgld"), ("power", "sgld"), ("uniform", "psgld"), ("power", "psgld"), ("uniform", "logsgld"),
+    ("power", "logsgld"),
+)  # fmt: skip
 FULL = dict(true_ranks=(3, 6), candidates=tuple(range(1, 11)), configs=ALL_CONFIGS, chib_div=1)
 QUICK = dict(
-    true_ranks=(3,), candidates=tuple(range(1, 7)), configs=(("uniform", "psgld"), ("power", "psgld")), chib_div=4
+    true_ranks=(3,), candidates=tuple(range(1, 7)), configs=(("uniform", "psgld"), ("power", "logsgld")),
+    chib_div=4,
 )
 
 SAMPLER_KW = {
     "sgld": dict(sampler="sgld", step_size=SGLD_A, step_decay=STEP_DECAY),
     "psgld": dict(sampler="psgld", step_size="auto", step_decay=STEP_DECAY),
+    # The rank selector's default sampler (log-space SGLD with its own step size).
+    "logsgld": dict(sampler="logsgld", step_size="auto", step_decay=STEP_DECAY),
 }
 
 
