@@ -104,3 +104,14 @@ sphinx_gallery_conf = {
     "write_computation_times": False,
 }
 
+
+
+def _skip_metadata_requests(app, what, name, obj, skip, options):
+    """Leave out ``set_<method>_request``: scikit-learn's metadata routing, documented there."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_metadata_requests)

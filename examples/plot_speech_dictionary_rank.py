@@ -13,7 +13,8 @@ speech.
 The lesson of this run is about the estimate more than the model: on a
 spectrogram of 88,000 entries the STI estimates move by tens of thousands of
 nats when the chains get longer, far beyond their standard errors of a few
-hundred, and the chosen size moves with them (here from 4 to 16 atoms). The
+hundred, and the chosen size moves with them (from 4 to 16 atoms on the
+NOIZEUS sentences; the fallback clip's numbers differ). The
 bias comes from chains that lag behind the rising temperature, and it grows
 with the rank, so a short budget favours small dictionaries. Before trusting a
 choice, run the selection again with a larger budget and check that it holds.
