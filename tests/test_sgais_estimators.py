@@ -428,3 +428,36 @@ def test_gmm_predict_checks_features():
     gmm = BayesianGMM(n_components=2, **FAST_SGAIS).fit(X)
     with pytest.raises(ValueError, match="features"):
         gmm.predict(X[:, :1])
+
+
+@pytest.mark.slow
+def test_search_over_components_picks_the_blobs_like_bic():
+    """EvidenceGridSearch over 1..8 components picks the true 3, as GaussianMixture's BIC does."""
+    from sklearn.mixture import GaussianMixture
+
+    from skevidence import EvidenceGridSearch
+
+    X, _, _, _ = _blobs()
+    ks = list(range(1, 9))
+    search = EvidenceGridSearch(BayesianGMM(random_state=0), {"n_components": ks}, n_jobs=2).fit(X)
+    bic = [GaussianMixture(k, covariance_type="diag", random_state=0).fit(X).bic(X) for k in ks]
+    assert search.best_params_["n_components"] == 3 == ks[int(np.argmin(bic))], (
+        search.cv_results_["mean_test_score"], bic,
+    )
+
+
+@pytest.mark.slow
+def test_classifier_sgais_agrees_with_ais(seed):
+    """SGAIS and AIS (full-data HMC) on a small softmax problem: within 4 combined standard errors."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(200, 3))
+    W = rng.normal(size=(3, 3))
+    logits = X @ W
+    p = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+    y = np.array([rng.choice(3, p=row) for row in p])
+    sgais = BayesianLogisticRegression(n_particles=50, n_steps=40, random_state=seed).fit(X, y)
+    ais = BayesianLogisticRegression(method="ais", n_particles=20, temperatures=300, random_state=seed).fit(X, y)
+    combined = np.hypot(sgais.log_evidence_std_, ais.log_evidence_std_)
+    assert abs(sgais.log_evidence_ - ais.log_evidence_) < 4 * combined, (
+        sgais.log_evidence_, sgais.log_evidence_std_, ais.log_evidence_, ais.log_evidence_std_,
+    )
