@@ -112,7 +112,7 @@ class SoftmaxRegression(EvidenceModel):
     def _log_probs(self, thetas, X):
         """Log class probabilities, shape ``(M, n, K)``, for a stack of parameters."""
         W, b = self.unpack(thetas)
-        return log_softmax(np.einsum("nd,mdk->mnk", X, W) + b[:, None, :], axis=-1)
+        return log_softmax(np.matmul(X, W) + b[:, None, :], axis=-1)
 
     def log_likelihood_particles(self, thetas, X, y=None):
         """Per-datum log-likelihoods for a stack of parameters, shape ``(M, n)``."""
@@ -143,7 +143,7 @@ class SoftmaxRegression(EvidenceModel):
         log_lik = np.take_along_axis(log_p, y[None, :, None], axis=-1)[..., 0]
         resid = -np.exp(log_p)
         resid[:, np.arange(y.size), y] += 1.0
-        grad_W = np.einsum("nd,mnk->mdk", X, resid)
+        grad_W = np.matmul(X.T, resid)
         grad_b = resid.sum(axis=1)
         grads = np.concatenate([grad_W.reshape(thetas.shape[0], -1), grad_b], axis=1)
         return log_lik, grads
@@ -194,7 +194,7 @@ class SoftmaxRegression(EvidenceModel):
         """
         thetas = np.atleast_2d(thetas)
         W, b = self.unpack(thetas)
-        probs = softmax(np.einsum("nd,mdk->mnk", X, W) + b[:, None, :], axis=-1)
+        probs = softmax(np.matmul(X, W) + b[:, None, :], axis=-1)
         if weights is None:
             return probs.mean(axis=0)
         return np.einsum("m,mnk->nk", np.asarray(weights, dtype=np.float64), probs)
