@@ -58,6 +58,38 @@ SPARSE_KINDS = ("matrix", "counts", "tensor", "tensor-counts")
 
 FAST_STI = dict(temperatures=3, n_samples=40, n_burnin=10, random_state=0)
 
+
+class _Function:
+    """A public evidence function behind ``fit``, so the battery drives it like an estimator."""
+
+    def __init__(self, function, model, **kwargs):
+        self.function, self.model, self.kwargs = function, model, kwargs
+
+    def fit(self, X, y=None):
+        self.log_evidence_ = self.function(self.model, X, y, **self.kwargs).log_evidence
+        return self
+
+
+def _gaussian_additive():
+    from skevidence.models import GaussianAdditive
+
+    return GaussianAdditive(n_components=2)
+
+
+class _EventTensor:
+    """``event_count_tensor`` fed the columns of X (sender, receiver, time)."""
+
+    def fit(self, X, y=None):
+        from skevidence.datasets import event_count_tensor
+
+        if sparse.issparse(X):
+            raise TypeError("a sparse matrix is not an event log (the wrapper takes dense columns)")
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != 3:
+            raise ValueError(f"expected an array of shape (n_events, 3), got {X.shape}")
+        self.log_evidence_ = float(event_count_tensor(X[:, 0], X[:, 1], X[:, 2]).tensor.sum())
+        return self
+
 #: target name -> (factory, kind): "matrix" (non-negative 2-D), "regression" (X, y),
 #: "real" (2-D real), "tensor" (3-D counts), "waveform" (1-D or a list of 1-D).
 TARGETS = {
@@ -78,6 +110,23 @@ TARGETS = {
         "real",
     ),
     "SpectrogramTransformer": (lambda: SpectrogramTransformer(n_fft=8), "waveform"),
+    "sti_log_evidence": (
+        lambda: _Function(skevidence.sti_log_evidence, _gaussian_additive(), **FAST_STI), "observations",
+    ),
+    "sgais_log_evidence": (
+        lambda: _Function(skevidence.sgais_log_evidence, _gaussian_additive(), n_particles=4, target_ess=2,
+                          n_steps=2, random_state=0),
+        "observations",
+    ),
+    "ais_log_evidence": (
+        lambda: _Function(skevidence.ais_log_evidence, _gaussian_additive(), n_particles=3, n_temperatures=5,
+                          random_state=0),
+        "observations",
+    ),
+    "exact_log_evidence": (
+        lambda: _Function(skevidence.exact_log_evidence, _gaussian_additive()), "observations",
+    ),
+    "event_count_tensor": (lambda: _EventTensor(), "events"),
     "PoissonPARAFAC": (lambda: PoissonPARAFAC(rank=1, sampler="logsgld", **FAST_STI), "tensor"),
     "PoissonPARAFAC(chib)": (
         lambda: PoissonPARAFAC(rank=1, method="chib", n_gibbs=30, n_gibbs_burnin=10, n_reduced=20,
@@ -144,9 +193,12 @@ def _problems(X, kind, fill):
         problems.append("complex")
     if fill in ("nan", "inf") and arr.size and arr.dtype != object:
         problems.append(fill)
-    # A 2-D waveform input is a batch of waveforms, one per row.
-    wanted = {"waveform": (1, 2), "tensor": (2, 3), "tensor-counts": (2, 3)}.get(kind, (2,))
-    if arr.ndim not in wanted or (kind == "waveform" and arr.ndim == 2 and min(arr.shape) > 1):
+    # A 2-D waveform input is a batch of waveforms, one per row; the Gaussian additive
+    # model takes every entry of X, whatever its shape, as one observation.
+    wanted = {"waveform": (1, 2), "tensor": (2, 3), "tensor-counts": (2, 3), "observations": (0, 1, 2, 3, 4)}
+    wanted = wanted.get(kind, (2,))
+    if (arr.ndim not in wanted or (kind == "waveform" and arr.ndim == 2 and min(arr.shape) > 1)
+            or (kind == "events" and (arr.ndim != 2 or arr.shape[1] != 3))):  # fmt: skip
         problems.append("ndim")
     if arr.size == 0:
         problems.append("empty")

@@ -68,7 +68,15 @@ def event_count_tensor(senders, receivers, times, *, bin="week"):
     if not np.all(np.isfinite(times)):
         raise ValueError("times contain NaN or infinity; remove those events.")
     width = _bin_seconds(bin)
-    nodes, index = np.unique(np.concatenate([senders, receivers]), return_inverse=True)
+    labels = np.concatenate([senders, receivers])
+    if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
+        raise ValueError("senders or receivers contain NaN or infinity; every event needs two node labels.")
+    try:
+        nodes, index = np.unique(labels, return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(
+            f"node labels must be mutually comparable (all numbers or all strings): {exc}"
+        ) from exc
     start = times.min()
     time_bin = np.floor((times - start) / width).astype(np.int64)
     n_bins = int(time_bin.max()) + 1

@@ -5,6 +5,7 @@ import time
 import warnings
 
 import numpy as np
+from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
 from .._config import LOG_SGLD_STEP, PSGLD_SIGMA, REWEIGHT_MIN_ESS, STEP_DECAY
@@ -16,7 +17,7 @@ from ._result import EvidenceResult
 from ._runner import GradientChainRunner
 from ._stderr import batch_means_variance
 
-__all__ = ["sti_log_evidence", "default_step_size", "prepare_finite_data"]
+__all__ = ["sti_log_evidence", "default_step_size", "check_raw_data", "prepare_finite_data"]
 
 #: Default minibatch size: the papers' N_s = 250 (seed 000, section 4.1.1).
 DEFAULT_BATCH_SIZE = 250
@@ -42,6 +43,29 @@ def default_step_size(n_data, batch_size, sampler_name):
     return 0.1 / n_data
 
 
+def check_raw_data(model, X, y):
+    """Reject what no model can take, before ``prepare_data`` casts it silently or obscurely.
+
+    Complex data (a cast to float64 would drop the imaginary part), sparse
+    input to a model that needs dense data (``model.accepts_sparse``), and
+    non-numeric arrays each raise a ``ValueError`` that names the problem.
+    """
+    for name, arr in (("X", X), ("y", y)):
+        if arr is None:
+            continue
+        if sparse.issparse(arr):
+            if not getattr(model, "accepts_sparse", False):
+                raise ValueError(
+                    f"{name} is a sparse matrix, but {type(model).__name__} needs dense data: "
+                    f"pass {name}.toarray()."
+                )
+            if np.iscomplexobj(arr.data):
+                raise ValueError(f"{name} is complex; the evidence needs real data (take magnitudes first).")
+            continue
+        if np.iscomplexobj(arr):
+            raise ValueError(f"{name} is complex; the evidence needs real data (take magnitudes first).")
+
+
 def prepare_finite_data(model, X, y):
     """``model.prepare_data`` then the checks every evidence method needs.
 
@@ -49,6 +73,7 @@ def prepare_finite_data(model, X, y):
     are another kind of object (a factorisation's blocks, say) checks them in
     its own ``prepare_data``.
     """
+    check_raw_data(model, X, y)
     X, y = model.prepare_data(X, y)
     for name, arr in (("X", X), ("y", y)):
         if isinstance(arr, np.ndarray) and not np.all(np.isfinite(arr)):

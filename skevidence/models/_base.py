@@ -58,6 +58,10 @@ class EvidenceModel:
     #: Boolean mask of parameters constrained to be non-negative, or ``None``.
     nonnegative = None
 
+    #: Whether :meth:`prepare_data` takes ``scipy.sparse`` input; the evidence
+    #: methods refuse sparse data for models that do not.
+    accepts_sparse = False
+
     @property
     def n_params(self):
         """Number of scalar parameters, the length of ``theta`` (``None`` if it depends on the data)."""

@@ -69,6 +69,7 @@ class PoissonNMFModel(EvidenceModel):
     """
 
     exact_prior_sampling = True
+    accepts_sparse = True
     nonnegative = True
 
     def __init__(self, n_components=1, prior_rate_w=1.0, prior_rate_h=1.0, n_blocks=1):

@@ -112,6 +112,7 @@ class PoissonPARAFACModel(EvidenceModel):
     """
 
     exact_prior_sampling = True
+    accepts_sparse = True
     nonnegative = True
 
     def __init__(self, n_components=1, prior_rates=1.0, n_blocks=1):
