@@ -18,6 +18,7 @@ from skevidence.estimators import gmm as gmm_module
 from skevidence.estimators import logistic_regression as lr_module
 from skevidence.estimators.gmm import BayesianGMM, relabel_particles
 from skevidence.estimators.logistic_regression import BayesianLogisticRegression
+from skevidence.estimators._online import posterior_particles
 from skevidence.evidence.sgais import chunk_boundaries
 from skevidence.models.gaussian_mixture import DiagonalGaussianMixture
 from skevidence.models.softmax_regression import SoftmaxRegression
@@ -353,16 +354,16 @@ def test_posterior_particles_by_method():
         0.0, 0.0, "ais", diagnostics={"particles": particles, "log_weights": log_w},
         posterior_mean=np.array([9.0, 9.0]),
     )  # fmt: skip
-    got, w = gmm_module._posterior_particles(SimpleNamespace(method="ais", result_=with_particles))
+    got, w = posterior_particles(SimpleNamespace(method="ais", result_=with_particles))
     np.testing.assert_array_equal(got, particles)
     np.testing.assert_allclose(w, [0.2, 0.3, 0.5])
     mean_only = EvidenceResult(0.0, 0.0, "sti", posterior_mean=np.array([1.0, 2.0]))
-    got, w = gmm_module._posterior_particles(SimpleNamespace(method="sti", result_=mean_only))
+    got, w = posterior_particles(SimpleNamespace(method="sti", result_=mean_only))
     np.testing.assert_array_equal(got, [[1.0, 2.0]])
     np.testing.assert_array_equal(w, [1.0])
     stream = SimpleNamespace(particles=particles, log_weights=log_w)
     est = SimpleNamespace(method="sgais", _stream=stream, result_=mean_only)
-    got, w = gmm_module._posterior_particles(est)
+    got, w = posterior_particles(est)
     np.testing.assert_array_equal(got, particles)
     np.testing.assert_allclose(w.sum(), 1.0)
 

@@ -1,12 +1,14 @@
 """Online evidence: ``partial_fit`` for the evidence estimators, by SGAIS."""
 
 import joblib
+import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import _fit_context
 from sklearn.utils.metaestimators import available_if
 
 from ..evidence.sgais import sgais_advance, sgais_init
 
-__all__ = ["OnlineEvidenceMixin"]
+__all__ = ["OnlineEvidenceMixin", "posterior_particles"]
 
 #: Parameters that may change between partial_fit calls without breaking the stream.
 _FREE_PARAMS = ("verbose", "random_state")
@@ -20,6 +22,26 @@ def _method_is_sgais(estimator):
             "or call fit with all the data."
         )
     return True
+
+
+def posterior_particles(estimator):
+    """Posterior particles ``(M, n_params)`` and normalised weights ``(M,)`` of a fitted estimator.
+
+    SGAIS: the stream's current particles and weights. AIS: its final
+    particles when the result carries them (``diagnostics["particles"]``).
+    Otherwise (STI) the single posterior mean the method reports.
+    """
+    stream = getattr(estimator, "_stream", None)
+    if estimator.method == "sgais" and stream is not None:
+        particles, log_w = stream.particles, stream.log_weights
+    elif "particles" in estimator.result_.diagnostics:
+        particles = estimator.result_.diagnostics["particles"]
+        log_w = estimator.result_.diagnostics["log_weights"]
+    else:
+        mean = np.array(estimator.result_.posterior_mean, dtype=np.float64)
+        return mean[None, :], np.ones(1)
+    return np.array(particles, dtype=np.float64), np.exp(log_w - logsumexp(log_w))
+
 
 
 class OnlineEvidenceMixin:

@@ -25,9 +25,6 @@ class RankSelectorMixin:
     _rank_param = None
     _passthrough = ()
 
-    def _rank_limit(self, X):
-        raise NotImplementedError
-
     def _check_ranks(self, X):
         """The candidate ranks as an int array, or a ``ValueError`` naming what is wrong."""
         ranks = np.asarray(self.ranks)

@@ -19,7 +19,7 @@ from ._base import (
     STI_PARAMETER_CONSTRAINTS,
     EvidenceEstimatorMixin,
 )
-from ._online import OnlineEvidenceMixin
+from ._online import OnlineEvidenceMixin, posterior_particles
 
 __all__ = ["BayesianGMM", "relabel_particles"]
 
@@ -28,25 +28,6 @@ __all__ = ["BayesianGMM", "relabel_particles"]
 _PREDICT_ROWS = 4096
 #: Passes of the relabelling (match to the weighted mean, recompute the mean).
 _RELABEL_ITER = 10
-
-
-def _posterior_particles(estimator):
-    """Posterior particles ``(M, n_params)`` and normalised weights ``(M,)`` of a fitted estimator.
-
-    SGAIS: the stream's current particles and weights. AIS: its final
-    particles when the result carries them (``diagnostics["particles"]``).
-    Otherwise (STI) the single posterior mean the method reports.
-    """
-    stream = getattr(estimator, "_stream", None)
-    if estimator.method == "sgais" and stream is not None:
-        particles, log_w = stream.particles, stream.log_weights
-    elif "particles" in estimator.result_.diagnostics:
-        particles = estimator.result_.diagnostics["particles"]
-        log_w = estimator.result_.diagnostics["log_weights"]
-    else:
-        mean = np.array(estimator.result_.posterior_mean, dtype=np.float64)
-        return mean[None, :], np.ones(1)
-    return np.array(particles, dtype=np.float64), np.exp(log_w - logsumexp(log_w))
 
 
 def relabel_particles(model, particles, weights):
@@ -323,7 +304,7 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
 
     def _set_posterior(self, model):
         """Relabelled particles and the posterior means of the mixture parameters."""
-        particles, weights = _posterior_particles(self)
+        particles, weights = posterior_particles(self)
         self.particles_ = relabel_particles(model, particles, weights)
         self.particle_weights_ = weights
         w, mu, var = model.constrained(self.particles_)

@@ -18,8 +18,7 @@ from ._base import (
     STI_PARAMETER_CONSTRAINTS,
     EvidenceEstimatorMixin,
 )
-from ._online import OnlineEvidenceMixin
-from .gmm import _posterior_particles
+from ._online import OnlineEvidenceMixin, posterior_particles
 
 __all__ = ["BayesianLogisticRegression"]
 
@@ -260,7 +259,7 @@ class BayesianLogisticRegression(
 
     def _set_posterior(self, model):
         """Particles and the posterior means of the weights and biases."""
-        particles, weights = _posterior_particles(self)
+        particles, weights = posterior_particles(self)
         self.particles_, self.particle_weights_ = particles, weights
         W, b = model.unpack(weights @ particles)
         self.coef_, self.intercept_ = W.T.copy(), b.copy()

@@ -5,12 +5,10 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import validate_data
 
-from ..models.poisson_parafac import check_count_tensor
 from ._rank_selector import RankSelectorMixin
 from .search import EvidenceGridSearch
-from .poisson_parafac import PoissonPARAFAC
+from .poisson_parafac import PoissonPARAFAC, validate_count_tensor
 
 __all__ = ["PARAFACRankSelector"]
 
@@ -202,16 +200,7 @@ n_gibbs_burnin, n_reduced
         self : object
             Fitted selector.
         """
-        shape = X.shape if hasattr(X, "shape") else np.shape(X)
-        if len(shape) >= 3 and 0 in shape:
-            # check_array's non-negativity test fails obscurely on empty 3-D input; 2-D
-            # input gets its standard "0 sample(s)" / "0 feature(s)" messages from it.
-            raise ValueError(f"X is empty (shape {tuple(shape)}); the evidence needs at least one entry.")
-        X = validate_data(
-            self, X, accept_sparse=("coo", "csr", "csc"), dtype=np.float64, ensure_non_negative=True,
-            allow_nd=True,
-        )  # fmt: skip
-        X = check_count_tensor(X)
+        X = validate_count_tensor(self, X, reset=True)
         self._search_ranks(X)
         self.factors_ = self.best_estimator_.factors_
         return self

@@ -22,6 +22,23 @@ _DEFAULT_BLOCKS = 5
 _STI_NAMES = tuple(name for name in STI_DEFAULTS if name != "batch_size")
 
 
+def validate_count_tensor(estimator, X, reset):
+    """``validate_data`` for a 3-D count tensor (2-D taken as (I, J, 1)), then :func:`check_count_tensor`.
+
+    ``reset=None`` checks ``X`` without touching ``estimator``'s fitted state.
+    """
+    shape = X.shape if hasattr(X, "shape") else np.shape(X)
+    if len(shape) >= 3 and 0 in shape:
+        # Before check_array, whose non-negativity test fails obscurely on empty 3-D input
+        # (2-D input gets its standard "0 sample(s)" / "0 feature(s)" messages from it).
+        raise ValueError(f"X is empty (shape {tuple(shape)}); the evidence needs at least one entry.")
+    kwargs = dict(
+        accept_sparse=("coo", "csr", "csc"), dtype=np.float64, ensure_non_negative=True, allow_nd=True
+    )
+    X = check_array(X, **kwargs) if reset is None else validate_data(estimator, X, reset=reset, **kwargs)
+    return check_count_tensor(X)
+
+
 class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
     r"""Poisson PARAFAC with exponential priors, scored by its evidence.
 
@@ -190,22 +207,7 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
 
     def _validate_fit_data(self, X, y, reset):
         """Validate ``X`` (2-D as (I, J, 1)); ``reset=None`` leaves the fitted state alone."""
-        kwargs = dict(
-            accept_sparse=("coo", "csr", "csc"), dtype=np.float64, ensure_non_negative=True,
-            allow_nd=True,
-        )
-        shape = X.shape if hasattr(X, "shape") else np.shape(X)
-        if len(shape) >= 3 and 0 in shape:
-            # Before check_array, whose non-negativity test fails obscurely on empty 3-D input
-            # (2-D input gets its standard "0 sample(s)" / "0 feature(s)" messages from it).
-            raise ValueError(
-                f"X is empty (shape {tuple(shape)}); the evidence needs at least one entry."
-            )
-        if reset is None:
-            X = check_array(X, **kwargs)
-        else:
-            X = validate_data(self, X, reset=reset, **kwargs)
-        return check_count_tensor(X), None
+        return validate_count_tensor(self, X, reset), None
 
     def _sti_params(self):
         return {name: getattr(self, name) for name in _STI_NAMES} | {

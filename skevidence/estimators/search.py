@@ -68,13 +68,9 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
     )
 
 
-def _fit_and_evaluate(estimator, X, y, fit_params, error_score, n_threads, memory=None, per_worker=None):
-    """:func:`_fit_candidate` through ``memory``, a failure recorded as ``error_score``."""
+def _fit_and_evaluate(fit, estimator, X, y, fit_params, error_score, n_threads, per_worker=None):
+    """``fit`` (:func:`_fit_candidate`, possibly cached) with a failure recorded as ``error_score``."""
     start = time.perf_counter()
-    if memory is None:
-        fit = _fit_candidate
-    else:
-        fit = memory.cache(_fit_candidate, ignore=["n_threads", "per_worker"])
     try:
         return fit(estimator, X, y, fit_params, n_threads, per_worker)
     except Exception as exc:
@@ -277,7 +273,9 @@ class EvidenceGridSearch(BaseSearchCV):
         seed = self._candidate_seed()
         n_threads = threads_per_task(self.n_jobs)
         per_worker = dask_threads_per_task()
-        memory = check_memory(self.memory) if self.memory is not None else None
+        fit = _fit_candidate
+        if self.memory is not None:
+            fit = check_memory(self.memory).cache(_fit_candidate, ignore=["n_threads", "per_worker"])
         all_params, all_out = [], []
 
         with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch, return_as="generator") as parallel:
@@ -290,13 +288,13 @@ class EvidenceGridSearch(BaseSearchCV):
                 # those before it) finished, not when the whole batch has.
                 out = parallel(
                     delayed(_fit_and_evaluate)(
+                        fit,
                         _set_seeds(clone(base).set_params(**params), seed, params),
                         X,
                         y,
                         fit_params,
                         self.error_score,
                         n_threads,
-                        memory,
                         per_worker,
                     )
                     for params in candidate_params

@@ -44,7 +44,7 @@ from numba import njit
 
 from .._config import FASTMATH
 
-__all__ = ["gibbs_nmf_sweeps", "relabel_to", "row_log_gamma_density", "sample_sources"]
+__all__ = ["gibbs_nmf_sweeps", "match_components", "relabel_to", "row_log_gamma_density", "sample_sources"]
 
 #: Random-walk step of the scale move, in units of the conditional's standard deviation.
 SCALE_STEP = 2.0
@@ -180,15 +180,56 @@ def _rescale_components(W, HT, prior_rate_w, prior_rate_h):
 
 
 @njit(cache=True, fastmath=FASTMATH)
+def match_components(cost, perms):
+    r"""The matching of components to reference components of least total ``cost``.
+
+    ``cost[r, c]`` is the cost of calling component ``r`` reference component
+    ``c``. The total is minimised exactly over ``perms`` (rows are
+    permutations, e.g. all :math:`R!` for small R) or, if ``perms`` is
+    empty, greedily (cheapest remaining pair first). Returns ``order``: new
+    component ``c`` is old component ``order[c]``.
+    """
+    n_components = cost.shape[0]
+    order = np.arange(n_components)
+    if perms.shape[0] > 0:
+        best = np.inf
+        for p in range(perms.shape[0]):
+            total = 0.0
+            for c in range(n_components):
+                total += cost[perms[p, c], c]
+            if total < best:
+                best = total
+                order[:] = perms[p]
+        return order
+    used_r = np.zeros(n_components, dtype=np.bool_)
+    used_c = np.zeros(n_components, dtype=np.bool_)
+    for _ in range(n_components):
+        best = np.inf
+        best_r = 0
+        best_c = 0
+        for r in range(n_components):
+            if used_r[r]:
+                continue
+            for c in range(n_components):
+                if not used_c[c] and cost[r, c] < best:
+                    best = cost[r, c]
+                    best_r = r
+                    best_c = c
+        used_r[best_r] = True
+        used_c[best_c] = True
+        order[best_c] = best_r
+    return order
+
+
+@njit(cache=True, fastmath=FASTMATH)
 def relabel_to(W, HT, ref_W, ref_HT, perms):
     r"""Permute the components of ``(W, HT)`` in place to match a reference; return 1 if moved.
 
     The cost of matching component :math:`r` to reference component :math:`c`
     is :math:`\|w_r h_r^\top - w^{\text{ref}}_c h_c^{\text{ref}\top}\|_F^2`
     (rank-one terms: no dependence on the scale ambiguity), from inner
-    products in :math:`O((I + J) R^2)`. The total is minimised exactly over
-    ``perms`` (all :math:`R!` permutations, for small R) or, if ``perms`` is
-    empty, greedily (cheapest remaining pair first). Permuting the components
+    products in :math:`O((I + J) R^2)`, and the matching is
+    :func:`match_components`'s. Permuting the components
     leaves the label-symmetric posterior invariant, and relabelling after
     every sweep makes the chain sample the posterior folded onto the
     reference's labelling, :math:`R!\,p` on the region nearest to it.
@@ -204,39 +245,8 @@ def relabel_to(W, HT, ref_W, ref_HT, perms):
         for c in range(n_components):
             cross = np.sum(W[:, r] * ref_W[:, c]) * np.sum(HT[:, r] * ref_HT[:, c])
             cost[r, c] = own[r] + other[c] - 2.0 * cross
-    order = np.arange(n_components)  # new component c is old component order[c]
-    if perms.shape[0] > 0:
-        best = np.inf
-        for p in range(perms.shape[0]):
-            total = 0.0
-            for c in range(n_components):
-                total += cost[perms[p, c], c]
-            if total < best:
-                best = total
-                order[:] = perms[p]
-    else:
-        used_r = np.zeros(n_components, dtype=np.bool_)
-        used_c = np.zeros(n_components, dtype=np.bool_)
-        for _ in range(n_components):
-            best = np.inf
-            best_r = 0
-            best_c = 0
-            for r in range(n_components):
-                if used_r[r]:
-                    continue
-                for c in range(n_components):
-                    if not used_c[c] and cost[r, c] < best:
-                        best = cost[r, c]
-                        best_r = r
-                        best_c = c
-            used_r[best_r] = True
-            used_c[best_c] = True
-            order[best_c] = best_r
-    moved = False
-    for c in range(n_components):
-        if order[c] != c:
-            moved = True
-    if not moved:
+    order = match_components(cost, perms)
+    if np.all(order == np.arange(n_components)):
         return 0
     W[:, :] = W[:, order].copy()
     HT[:, :] = HT[:, order].copy()

@@ -53,6 +53,7 @@ from .gibbs_nmf import (
     SCALE_STEP,
     _column_sums,
     _log_gamma_density,
+    match_components,
     row_log_gamma_density,
 )
 
@@ -236,8 +237,7 @@ def relabel_to(A, B, C, ref_A, ref_B, ref_C, perms):
     is :math:`\|a_r \circ b_r \circ c_r
     - a^{\text{ref}}_s \circ b^{\text{ref}}_s \circ c^{\text{ref}}_s\|_F^2`
     (rank-one tensors: no dependence on the scale ambiguity), from inner
-    products; minimised exactly over ``perms`` (all :math:`R!` permutations)
-    or, if ``perms`` is empty, greedily. See
+    products, matched by :func:`skevidence.kernels.gibbs_nmf.match_components`. See
     :func:`skevidence.kernels.gibbs_nmf.relabel_to` for why this is valid.
     """
     R = A.shape[1]
@@ -252,39 +252,8 @@ def relabel_to(A, B, C, ref_A, ref_B, ref_C, perms):
             cross = (np.sum(A[:, r] * ref_A[:, s]) * np.sum(B[:, r] * ref_B[:, s])
                      * np.sum(C[:, r] * ref_C[:, s]))
             cost[r, s] = own[r] + other[s] - 2.0 * cross
-    order = np.arange(R)  # new component s is old component order[s]
-    if perms.shape[0] > 0:
-        best = np.inf
-        for p in range(perms.shape[0]):
-            total = 0.0
-            for s in range(R):
-                total += cost[perms[p, s], s]
-            if total < best:
-                best = total
-                order[:] = perms[p]
-    else:
-        used_r = np.zeros(R, dtype=np.bool_)
-        used_s = np.zeros(R, dtype=np.bool_)
-        for _ in range(R):
-            best = np.inf
-            best_r = 0
-            best_s = 0
-            for r in range(R):
-                if used_r[r]:
-                    continue
-                for s in range(R):
-                    if not used_s[s] and cost[r, s] < best:
-                        best = cost[r, s]
-                        best_r = r
-                        best_s = s
-            used_r[best_r] = True
-            used_s[best_s] = True
-            order[best_s] = best_r
-    moved = False
-    for s in range(R):
-        if order[s] != s:
-            moved = True
-    if not moved:
+    order = match_components(cost, perms)
+    if np.all(order == np.arange(R)):
         return 0
     A[:, :] = A[:, order].copy()
     B[:, :] = B[:, order].copy()

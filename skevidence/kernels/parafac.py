@@ -77,7 +77,15 @@ from numba import njit, prange
 from .._config import FASTMATH, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
 from ..exceptions import SamplerDivergenceError
 from ._rng import fill_standard_normal, seed_streams, uniform_index
+# The status codes and sampler codes are the NMF kernel's: the update rule is shared.
 from .nmf import (
+    _LOGSGLD,
+    _NONFINITE_LOGLIK,
+    _NONFINITE_STATE,
+    _OK,
+    _PSGLD,
+    _SAMPLERS,
+    _SGLD,
     _check_factor,
     _check_number,
     _exponential_fill,
@@ -95,12 +103,6 @@ __all__ = [
     "run_parafac_chain",
     "score_parafac_prior",
 ]
-
-#: Kernel status codes (as in the NMF kernel).
-_OK, _NONFINITE_STATE, _NONFINITE_LOGLIK = 0, 1, 2
-
-_SAMPLERS = ("sgld", "psgld", "logsgld")
-_SGLD, _PSGLD, _LOGSGLD = 0, 1, 2
 
 
 # --------------------------------------------------------------------------
