@@ -44,7 +44,14 @@ from numba import njit
 
 from .._config import FASTMATH
 
-__all__ = ["gibbs_nmf_sweeps", "match_components", "relabel_to", "row_log_gamma_density", "sample_sources"]
+__all__ = [
+    "gibbs_nmf_sweeps",
+    "match_components",
+    "relabel_to",
+    "row_log_gamma_density",
+    "sample_sources",
+    "split_count",
+]
 
 #: Random-walk step of the scale move, in units of the conditional's standard deviation.
 SCALE_STEP = 2.0
@@ -79,46 +86,62 @@ def sample_sources(rows, cols, counts, W, HT, row_stats, col_stats):
     col_stats[:] = 0
     q = np.empty(n_components)
     tail = np.empty(n_components)
+    alloc = np.empty(n_components, dtype=np.int64)
     sum_x_log_v = 0.0
     for k in range(rows.shape[0]):
         i = rows[k]
         j = cols[k]
         x = counts[k]
-        acc = 0.0
-        for r in range(n_components - 1, -1, -1):
+        for r in range(n_components):
             q[r] = W[i, r] * HT[j, r]
-            acc += q[r]
-            tail[r] = acc
-        sum_x_log_v += x * math.log(acc)
-        if x <= CATEGORICAL_MAX_COUNT and acc > 0.0:
-            # Small counts: one categorical draw per unit is cheaper than R - 1 binomials.
-            for _ in range(x):
-                u = np.random.random() * acc
-                r = 0
-                while r < n_components - 1 and u >= acc - tail[r + 1]:
-                    r += 1
-                row_stats[i, r] += 1
-                col_stats[j, r] += 1
-            continue
-        left = x
-        for r in range(n_components - 1):
-            if left == 0:
-                break
-            if tail[r] > 0.0:
-                p = q[r] / tail[r]
-                if p > 1.0:
-                    p = 1.0
-            else:
-                # All remaining intensities underflowed: share evenly.
-                p = 1.0 / (n_components - r)
-            s = np.random.binomial(left, p)
-            row_stats[i, r] += s
-            col_stats[j, r] += s
-            left -= s
-        if left > 0:
-            row_stats[i, n_components - 1] += left
-            col_stats[j, n_components - 1] += left
+        sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
+        for r in range(n_components):
+            row_stats[i, r] += alloc[r]
+            col_stats[j, r] += alloc[r]
     return sum_x_log_v
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def split_count(x, q, tail, alloc):
+    r"""Split ``x`` units among components of intensities ``q``: one multinomial draw.
+
+    Writes the counts into ``alloc`` (int64, like ``q``) and the tails
+    :math:`t_r = \sum_{r' \ge r} q_{r'}` into ``tail``; returns
+    :math:`t_0 = \sum_r q_r`. The draws are those :func:`sample_sources`
+    describes (categorical units for small counts, sequential binomials
+    otherwise), shared by the NMF and PARAFAC Gibbs samplers.
+    """
+    n_components = q.shape[0]
+    acc = 0.0
+    for r in range(n_components - 1, -1, -1):
+        acc += q[r]
+        tail[r] = acc
+        alloc[r] = 0
+    if x <= CATEGORICAL_MAX_COUNT and acc > 0.0:
+        # Small counts: one categorical draw per unit is cheaper than R - 1 binomials.
+        for _ in range(x):
+            u = np.random.random() * acc
+            r = 0
+            while r < n_components - 1 and u >= acc - tail[r + 1]:
+                r += 1
+            alloc[r] += 1
+        return acc
+    left = x
+    for r in range(n_components - 1):
+        if left == 0:
+            break
+        if tail[r] > 0.0:
+            p = q[r] / tail[r]
+            if p > 1.0:
+                p = 1.0
+        else:
+            # All remaining intensities underflowed: share evenly.
+            p = 1.0 / (n_components - r)
+        s = np.random.binomial(left, p)
+        alloc[r] = s
+        left -= s
+    alloc[n_components - 1] += left
+    return acc
 
 
 @njit(cache=True, fastmath=FASTMATH)

@@ -49,12 +49,12 @@ from numba import njit
 
 from .._config import FASTMATH
 from .gibbs_nmf import (
-    CATEGORICAL_MAX_COUNT,
     SCALE_STEP,
     _column_sums,
     _log_gamma_density,
     match_components,
     row_log_gamma_density,
+    split_count,
 )
 
 __all__ = ["gibbs_parafac_sweeps", "modal_scales", "relabel_to", "sample_sources"]
@@ -84,45 +84,20 @@ def sample_sources(ii, jj, kk, counts, A, B, C, stats_a, stats_b, stats_c):
     stats_c[:] = 0
     q = np.empty(R)
     tail = np.empty(R)
+    alloc = np.empty(R, dtype=np.int64)
     sum_x_log_v = 0.0
     for e in range(ii.shape[0]):
         i = ii[e]
         j = jj[e]
         k = kk[e]
         x = counts[e]
-        acc = 0.0
-        for r in range(R - 1, -1, -1):
+        for r in range(R):
             q[r] = A[i, r] * B[j, r] * C[k, r]
-            acc += q[r]
-            tail[r] = acc
-        sum_x_log_v += x * math.log(acc)
-        if x <= CATEGORICAL_MAX_COUNT and acc > 0.0:
-            for _ in range(x):
-                u = np.random.random() * acc
-                r = 0
-                while r < R - 1 and u >= acc - tail[r + 1]:
-                    r += 1
-                stats_a[i, r] += 1
-                stats_b[j, r] += 1
-                stats_c[k, r] += 1
-            continue
-        left = x
-        for r in range(R - 1):
-            if left == 0:
-                break
-            if tail[r] > 0.0:
-                p = min(q[r] / tail[r], 1.0)
-            else:
-                p = 1.0 / (R - r)  # all remaining intensities underflowed: share evenly
-            s = np.random.binomial(left, p)
-            stats_a[i, r] += s
-            stats_b[j, r] += s
-            stats_c[k, r] += s
-            left -= s
-        if left > 0:
-            stats_a[i, R - 1] += left
-            stats_b[j, R - 1] += left
-            stats_c[k, R - 1] += left
+        sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
+        for r in range(R):
+            stats_a[i, r] += alloc[r]
+            stats_b[j, r] += alloc[r]
+            stats_c[k, r] += alloc[r]
     return sum_x_log_v
 
 
