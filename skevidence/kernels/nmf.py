@@ -261,6 +261,28 @@ def _block_sparse(rows, cols, vals, start, stop, W, H, HbT, gW, gH, sW, sH, i0, 
     return ll
 
 
+@njit(cache=True, fastmath=FASTMATH)
+def _end_iteration(ok_blocks, ll_blocks, scale, keep, slot, log_lik):
+    """Status after an iteration; on a kept one, record the part's scaled log-likelihood at ``slot``.
+
+    ``_NONFINITE_STATE`` if a block's update left a non-finite entry,
+    ``_NONFINITE_LOGLIK`` if the kept log-likelihood is not finite, else
+    ``_OK``. Blocks are summed in block order, whatever thread ran them.
+    """
+    for b in range(ok_blocks.shape[0]):
+        if not ok_blocks[b]:
+            return _NONFINITE_STATE
+    if keep:
+        total = 0.0
+        for b in range(ll_blocks.shape[0]):
+            total += ll_blocks[b]
+        total *= scale
+        if not np.isfinite(total):
+            return _NONFINITE_LOGLIK
+        log_lik[slot] = total
+    return _OK
+
+
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, H, vW, vH, streams,
                      temperature, n_samples, n_burnin, step_a, step_b, psgld, alpha, sigma,
@@ -311,17 +333,9 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, H, vW, vH, stre
                 psgld, init_v, adapt_v, alpha, sigma,
             )
         n_evals += n_s
-        for b in range(B):
-            if not ok_blocks[b]:
-                return _NONFINITE_STATE, k, n_evals
-        if keep:
-            total = 0.0
-            for b in range(B):
-                total += ll_blocks[b]
-            total *= scale
-            if not np.isfinite(total):
-                return _NONFINITE_LOGLIK, k, n_evals
-            log_lik[k - n_burnin - 1] = total
+        status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
+        if status != _OK:
+            return status, k, n_evals
     return _OK, n_samples, n_evals
 
 
@@ -378,17 +392,9 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
                 psgld, init_v, adapt_v, alpha, sigma,
             )
         n_evals += n_s
-        for b in range(B):
-            if not ok_blocks[b]:
-                return _NONFINITE_STATE, k, n_evals
-        if keep:
-            total = 0.0
-            for b in range(B):
-                total += ll_blocks[b]
-            total *= scale
-            if not np.isfinite(total):
-                return _NONFINITE_LOGLIK, k, n_evals
-            log_lik[k - n_burnin - 1] = total
+        status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
+        if status != _OK:
+            return status, k, n_evals
     return _OK, n_samples, n_evals
 
 

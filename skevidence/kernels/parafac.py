@@ -80,7 +80,6 @@ from ._rng import fill_standard_normal, seed_streams, uniform_index
 # The status codes and sampler codes are the NMF kernel's: the update rule is shared.
 from .nmf import (
     _LOGSGLD,
-    _NONFINITE_LOGLIK,
     _NONFINITE_STATE,
     _OK,
     _PSGLD,
@@ -88,6 +87,7 @@ from .nmf import (
     _SGLD,
     _check_factor,
     _check_number,
+    _end_iteration,
     _exponential_fill,
     _langevin_update,
     _max_size,
@@ -321,17 +321,9 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
                 mode, init_v, adapt_v, alpha, sigma,
             )
         n_evals += n_s
-        for b in range(nb):
-            if not ok_blocks[b]:
-                return _NONFINITE_STATE, it, n_evals
-        if keep:
-            total = 0.0
-            for b in range(nb):
-                total += ll_blocks[b]
-            total *= scale
-            if not np.isfinite(total):
-                return _NONFINITE_LOGLIK, it, n_evals
-            log_lik[it - n_burnin - 1] = total
+        status = _end_iteration(ok_blocks, ll_blocks, scale, keep, it - n_burnin - 1, log_lik)
+        if status != _OK:
+            return status, it, n_evals
     return _OK, n_samples, n_evals
 
 
