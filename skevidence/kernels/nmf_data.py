@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln
 
-__all__ = ["NMFData", "block_bounds", "group_by_blocks"]
+__all__ = ["NMFData", "block_bounds", "check_bounds", "group_by_blocks"]
 
 
 def block_bounds(n, n_blocks, *, what="items"):
@@ -51,7 +51,8 @@ def block_bounds(n, n_blocks, *, what="items"):
     return bounds
 
 
-def _check_bounds(bounds, n, n_blocks, what):
+def check_bounds(bounds, n, n_blocks, what):
+    """``bounds`` as C-contiguous int64 if they cut ``n`` items (``what``) into ``n_blocks`` groups."""
     bounds = np.asarray(bounds)
     if (
         bounds.ndim != 1
@@ -62,8 +63,8 @@ def _check_bounds(bounds, n, n_blocks, what):
         or np.any(np.diff(bounds) < 1)
     ):
         raise ValueError(
-            f"{what} bounds must be {n_blocks + 1} strictly increasing integers from 0 to {n}, "
-            f"got {bounds!r}."
+            f"The bounds of the {what} must be {n_blocks + 1} strictly increasing integers "
+            f"from 0 to {n}, got {bounds!r}."
         )
     return np.ascontiguousarray(bounds, dtype=np.int64)
 
@@ -97,8 +98,8 @@ def group_by_blocks(X, row_bounds, col_bounds, n_blocks):
     coo.sum_duplicates()
     coo.eliminate_zeros()
     I, J = coo.shape
-    row_bounds = _check_bounds(row_bounds, I, n_blocks, "row")
-    col_bounds = _check_bounds(col_bounds, J, n_blocks, "column")
+    row_bounds = check_bounds(row_bounds, I, n_blocks, "rows")
+    col_bounds = check_bounds(col_bounds, J, n_blocks, "columns")
     rows = np.asarray(coo.row, dtype=np.int64)
     cols = np.asarray(coo.col, dtype=np.int64)
     vals = np.asarray(coo.data, dtype=np.float64)
@@ -208,12 +209,12 @@ class NMFData:
         row_bounds = (
             block_bounds(I, n_blocks, what="rows")
             if row_bounds is None
-            else _check_bounds(row_bounds, I, n_blocks, "row")
+            else check_bounds(row_bounds, I, n_blocks, "rows")
         )
         col_bounds = (
             block_bounds(J, n_blocks, what="columns")
             if col_bounds is None
-            else _check_bounds(col_bounds, J, n_blocks, "column")
+            else check_bounds(col_bounds, J, n_blocks, "columns")
         )
         B = int(n_blocks)
         if sparse:

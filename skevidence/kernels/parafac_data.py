@@ -18,28 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln
 
-from .nmf_data import block_bounds
+from .nmf_data import block_bounds, check_bounds
 
 __all__ = ["PARAFACData", "group_tensor_by_blocks"]
 
 _MODES = ("mode-1 indices (axis 0)", "mode-2 indices (axis 1)", "mode-3 indices (axis 2)")
-
-
-def _check_bounds(bounds, n, n_blocks, what):
-    bounds = np.asarray(bounds)
-    if (
-        bounds.ndim != 1
-        or bounds.shape[0] != n_blocks + 1
-        or not np.issubdtype(bounds.dtype, np.integer)
-        or bounds[0] != 0
-        or bounds[-1] != n
-        or np.any(np.diff(bounds) < 1)
-    ):
-        raise ValueError(
-            f"The bounds of the {what} must be {n_blocks + 1} strictly increasing integers "
-            f"from 0 to {n}, got {bounds!r}."
-        )
-    return np.ascontiguousarray(bounds, dtype=np.int64)
 
 
 def _block_ids(coords, bounds, n_blocks):
@@ -76,7 +59,7 @@ def group_tensor_by_blocks(coords, vals, shape, bounds, n_blocks):
     block_lgamma : ndarray of shape (B**3,), float64
         :math:`\sum_{(i,j,k) \in q} \log\Gamma(x_{ijk} + 1)` per block.
     """
-    bounds = [_check_bounds(b, n, n_blocks, what) for b, n, what in zip(bounds, shape, _MODES)]
+    bounds = [check_bounds(b, n, n_blocks, what) for b, n, what in zip(bounds, shape, _MODES)]
     coords = [np.asarray(c, dtype=np.int64).ravel() for c in coords]
     vals = np.asarray(vals, dtype=np.float64).ravel()
     # Sum duplicates: sort by the linear index, add runs of equal indices.
@@ -190,7 +173,7 @@ class PARAFACData:
             bounds = tuple(block_bounds(n, B, what=what) for n, what in zip(shape, _MODES))
         else:
             bounds = tuple(
-                _check_bounds(b, n, B, what) for b, n, what in zip(bounds, shape, _MODES)
+                check_bounds(b, n, B, what) for b, n, what in zip(bounds, shape, _MODES)
             )
         if sparse:
             if not is_sp:
