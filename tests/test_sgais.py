@@ -14,10 +14,10 @@ from scipy.special import logsumexp
 
 from skevidence import SamplerDivergenceError
 from skevidence.evidence import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
+from skevidence.evidence._sgais_past import _PastData
 from skevidence.evidence.sgais import (
     _conditional_ess,
     _next_step,
-    _PastData,
     chunk_boundaries,
     next_chunk_size,
     sgais_advance_chunk,
