@@ -25,6 +25,12 @@ class RankSelectorMixin:
     _rank_param = None
     _passthrough = ()
 
+    def __sklearn_tags__(self):
+        # The selector takes what its model takes (sparse, non-negative, 3-D...).
+        tags = super().__sklearn_tags__()
+        tags.input_tags = self._model_class().__sklearn_tags__().input_tags
+        return tags
+
     def _check_ranks(self, X):
         """The candidate ranks as an int array, or a ``ValueError`` naming what is wrong."""
         ranks = np.asarray(self.ranks)

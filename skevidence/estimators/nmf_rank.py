@@ -171,12 +171,6 @@ n_gibbs, n_gibbs_burnin, n_reduced
         self.error_score = error_score
         self.memory = memory
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        return tags
-
     def _rank_limit(self, X):
         return min(X.shape), f"X has n_samples = {X.shape[0]} and n_features = {X.shape[1]}"
 

@@ -170,13 +170,6 @@ n_gibbs_burnin, n_reduced
         self.error_score = error_score
         self.memory = memory
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        tags.input_tags.three_d_array = True
-        return tags
-
     def _rank_limit(self, X):
         I, J, K = X.shape
         return min(I * J, I * K, J * K), (
