@@ -13,6 +13,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from skevidence._config import LOG_SGLD_MAX_DRIFT
+from skevidence.kernels import _rng
 from skevidence.kernels._rng import seed_streams
 from skevidence.samplers import StepSizeSchedule
 
@@ -48,21 +49,32 @@ class PyXoshiro:
         return ((self.next_uint64() >> 32) * n) >> 32
 
     def standard_normals(self, n):
-        """Marsaglia's polar method, pairs, the spare of an odd count discarded."""
+        """The ziggurat of Marsaglia & Tsang (2000), written out from the paper.
+
+        Only the layer tables come from the kernel module (they define the
+        generator); their geometry is checked in ``test_kernels_nmf``.
+        """
+        x, f = _rng._ZIG_X, _rng._ZIG_F
+        r = _rng.ZIGGURAT_R
         out = np.empty(n)
-        i = 0
-        while i < n:
+        for k in range(n):
             while True:
-                u = 2.0 * self.next_double() - 1.0
-                v = 2.0 * self.next_double() - 1.0
-                s = u * u + v * v
-                if 0.0 < s < 1.0:
+                bits = self.next_uint64()
+                i = bits & 255
+                z = float(bits >> 12) * 2.0**-52 * x[i]
+                if z < x[i + 1]:
                     break
-            f = math.sqrt(-2.0 * math.log(s) / s)
-            out[i] = u * f
-            if i + 1 < n:
-                out[i + 1] = v * f
-            i += 2
+                if i == 0:  # the tail beyond r
+                    while True:
+                        a = -math.log(self.next_double()) / r
+                        if -2.0 * math.log(self.next_double()) > a * a:
+                            break
+                    z = r + a
+                    break
+                y = f[i] + self.next_double() * (f[i + 1] - f[i])  # the wedge
+                if y < math.exp(-0.5 * z * z):
+                    break
+            out[k] = -z if (bits >> 8) & 1 else z
         return out
 
 
@@ -138,7 +150,8 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
                 H_sum[:, cs] += Hb
             gW, gH = E @ Hb.T, Wb.T @ E
             xi_w = streams[b].standard_normals(Wb.size).reshape(Wb.shape)
-            xi_h = streams[b].standard_normals(Hb.size).reshape(Hb.shape)
+            # H's noise comes column by column (the kernel holds H transposed)
+            xi_h = streams[b].standard_normals(Hb.size).reshape(Hb.T.shape).T
             vWb, vHb = vW[rs].copy(), vH[:, cs].copy()
             W[rs] = _update(Wb, vWb, gW, xi_w, lam=lam_w, **settings)
             H[:, cs] = _update(Hb, vHb, gH, xi_h, lam=lam_h, **settings)

@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 from naive_nmf import PyXoshiro, naive_nmf_chain, naive_prior_scores
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy import special, stats
 from scipy.special import gammaln
 
 from skevidence.exceptions import SamplerDivergenceError
@@ -66,6 +67,12 @@ def test_xoshiro_matches_reference_and_python_twin():
         _rng.fill_standard_normal(state, out)
         assert_allclose(out, ref.standard_normals(7), rtol=1e-15, atol=0)
     assert [int(w) for w in state] == ref.s
+    # long enough to take the ziggurat's tail and wedge paths many times
+    z = np.empty(40_000)
+    _rng.fill_standard_normal(state, z)
+    assert_allclose(z, ref.standard_normals(z.size), rtol=1e-15, atol=0)
+    assert [int(w) for w in state] == ref.s
+    assert np.sum(np.abs(z) > _rng.ZIGGURAT_R) >= 3
     idx = [int(_rng.uniform_index(state, 5)) for _ in range(200)]
     assert idx == [ref.uniform_index(5) for _ in range(200)]
     assert set(idx) == set(range(5))
@@ -73,11 +80,30 @@ def test_xoshiro_matches_reference_and_python_twin():
 
 def test_normals_and_uniforms_have_the_right_law():
     state = _rng.seed_streams(np.random.SeedSequence(1), 1)[0]
-    z = np.empty(40_000)
+    z = np.empty(400_000)
     _rng.fill_standard_normal(state, z)
-    assert abs(z.mean()) < 0.02 and abs(z.var() - 1.0) < 0.03
+    # moments within about 4 standard errors (SE of the variance: sqrt(2 / n))
+    assert abs(z.mean()) < 4 / np.sqrt(z.size) and abs(z.var() - 1.0) < 4 * np.sqrt(2 / z.size)
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    # the tail beyond r (layer 0's slow path) has the normal's mass: binomial, 4 SE
+    p_tail = 2 * stats.norm.sf(_rng.ZIGGURAT_R)
+    n_tail = np.sum(np.abs(z) > _rng.ZIGGURAT_R)
+    assert abs(n_tail - z.size * p_tail) < 4 * np.sqrt(z.size * p_tail)
     u = np.array([_rng.next_double(state) for _ in range(5000)])
     assert np.all((u > 0.0) & (u < 1.0)) and abs(u.mean() - 0.5) < 0.02
+
+
+def test_ziggurat_layers_have_equal_areas_and_close_at_the_top():
+    x, f = _rng._ZIG_X, _rng._ZIG_F
+    n, r, v = _rng.ZIGGURAT_LAYERS, _rng.ZIGGURAT_R, _rng.ZIGGURAT_V
+    assert x.shape == (n + 1,) and x[1] == r and x[n] == 0.0 and np.all(np.diff(x) < 0)
+    assert_allclose(f, np.exp(-0.5 * x * x), rtol=1e-15)
+    # layers 1 .. n-1: boxes [0, x_i] x [f(x_i), f(x_i+1)] of area v (the top one closes at f = 1)
+    assert_allclose(x[1:n] * (f[2:] - f[1:n]), v, rtol=1e-8)
+    # layer 0: the base box plus the tail beyond r, also of area v, drawn as [0, x_0]
+    tail = np.sqrt(np.pi / 2) * special.erfc(r / np.sqrt(2))
+    assert_allclose(r * f[1] + tail, v, rtol=1e-9)
+    assert_allclose(x[0] * f[1], v, rtol=1e-14)
 
 
 def test_seed_streams_is_deterministic_and_never_all_zero():

@@ -71,10 +71,8 @@ def test_sti_argmax_and_values_agree_with_chib_true_rank_2():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect (issue 3): on this rank-3 matrix Chib's argmax is 4 (over-fitted ranks "
-    "inflate Chib's ordinate) and STI at rank 3 lags ~30 nats below Chib",
-)
 def test_sti_argmax_and_values_agree_with_chib_true_rank_3():
+    # The closest of the checks: measured STI - Chib at rank 3 for random_state 0, 1, 2:
+    # -21.2, -20.0 and +3.9 nats against allowances of 21.7, 21.9 and 21.9 (both argmax 3).
+    # STI at the true rank varies by ~20 nats between random streams (SE ~1): the lag bias.
     _check_sti_against_chib(3)

@@ -182,8 +182,10 @@ def test_logsgld_sti_matches_rank1_closed_form(seed, lam):
     # 4 standard errors, nothing more: with one block (the part is the whole tensor, no
     # minibatch noise) and 30 temperatures, the ladder's and the step's biases are below
     # one standard error on these tensors (measured: |z| < 2 over 9 tensors, lambda = 1, 2, 3).
+    # 25000 kept draws per temperature keep the standard error near 0.4 % of |log Z| (with
+    # 15000 it sat at the 0.5 % bound below: 0.21 and 0.23 nats on two random streams).
     X = _rank1(seed, lam)
-    est = PoissonPARAFAC(1, lam, n_blocks=1, sampler="logsgld", temperatures=30, n_samples=20000,
+    est = PoissonPARAFAC(1, lam, n_blocks=1, sampler="logsgld", temperatures=30, n_samples=30000,
                          n_burnin=5000, random_state=seed).fit(X)
     exact = rank1_log_evidence(X, lam)
     assert abs(est.log_evidence_ - exact) <= 4 * est.log_evidence_std_, (est.log_evidence_, exact)

@@ -23,7 +23,8 @@ entries, the gradient scale ``N / N_s`` with ``N = I J``.
 **Random streams.** Stream 0 (the master) draws the parts; stream ``1 + b``
 gives all the noise of the block with row group ``b``: first ``|I_b| R``
 normals for ``W[I_b]`` (row-major), then ``R |J_c|`` for ``H[:, J_c]``
-(row-major). Streams are seeded from the chain's ``SeedSequence`` by
+(column-major: the kernels hold ``H`` transposed, so that a column group is
+contiguous in memory like a row group of ``W``). Streams are seeded from the chain's ``SeedSequence`` by
 :func:`skevidence.kernels._rng.seed_streams`, and each is advanced by one
 thread at a time, so results are bitwise identical for any numba thread count.
 Per-block log-likelihoods are summed in block order after the parallel loop.
@@ -57,6 +58,7 @@ from numba import njit, prange
 from .._config import FASTMATH, LOG_SGLD_MAX_DRIFT, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
 from ..exceptions import SamplerDivergenceError
 from ._rng import fill_standard_normal, next_double, seed_streams, uniform_index
+from ._vmath import exp_inplace
 from .nmf_data import NMFData, block_bounds, group_by_blocks
 
 __all__ = [
@@ -110,56 +112,80 @@ def _max_size(bounds):
     return out
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _langevin_update(theta, v, g_lik, noise, eps, lik_scale, mean_scale, lam,
-                     psgld, init_v, adapt_v, alpha, sigma):
+# error_model="numpy": no zero-division check (sigma > 0), which would keep the
+# loops from being vectorised.
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _langevin_update(theta, v, g_lik, noise, bits, eps, lik_scale, mean_scale, lam,
+                     mode, init_v, adapt_v, alpha, sigma):
     r"""SGLD / pSGLD / log-space SGLD update of one factor block in place.
 
-    ``psgld`` is the update code (``_SGLD``, ``_PSGLD``, ``_LOGSGLD``).
-    ``theta``, ``v`` and ``g_lik`` have the same 2-D shape; ``noise`` is flat,
-    row-major. SGLD and pSGLD mirror at zero; log-space SGLD updates
-    :math:`u = \log\theta` with the fixed preconditioner held in ``v`` (see
-    :func:`run_nmf_chain`) and needs no mirroring. Returns ``False`` if any
-    new entry is not finite.
+    ``mode`` is the update code (``_SGLD``, ``_PSGLD``, ``_LOGSGLD``).
+    ``theta``, ``v``, ``g_lik`` and ``noise`` are flat, C-contiguous and of
+    the same length; ``noise`` is overwritten; ``bits`` is an int64 work
+    array at least as long. SGLD and pSGLD mirror at zero; log-space SGLD
+    updates :math:`u = \log\theta` with the fixed preconditioner held in ``v``
+    (see :func:`run_nmf_chain`) and needs no mirroring. Returns ``False`` if
+    any new entry is not finite (or, in log space, has underflowed to 0).
+
+    Each rule is a branch-free loop over flat arrays so that LLVM vectorises
+    it (the exponential through :func:`~skevidence.kernels._vmath.exp_inplace`):
+    this update touches every parameter in every iteration.
     """
+    n = theta.shape[0]
     ok = True
-    n0, n1 = theta.shape
+    if mode == _LOGSGLD:
+        # Target of u = log(theta): p(e^u) e^u, so d/du = theta * g + 1.
+        for i in range(n):
+            G = v[i]
+            w = theta[i]
+            g = lik_scale * g_lik[i] - lam
+            drift = min(max(eps * G * (w * g + 1.0), -LOG_SGLD_MAX_DRIFT), LOG_SGLD_MAX_DRIFT)
+            noise[i] = drift + np.sqrt(2.0 * eps * G) * noise[i]
+        exp_inplace(noise[:n], bits)
+        for i in range(n):
+            new = theta[i] * noise[i]
+            # 0: log(theta) has diverged to -inf; NaN fails both tests
+            ok &= (new > 0.0) & (new < np.inf)
+            theta[i] = new
+        return ok
+    if mode == _PSGLD:
+        if init_v:
+            for i in range(n):
+                gb = mean_scale * g_lik[i]
+                v[i] = gb * gb
+        elif adapt_v:
+            for i in range(n):
+                gb = mean_scale * g_lik[i]
+                v[i] = alpha * v[i] + (1.0 - alpha) * (gb * gb)
+        for i in range(n):
+            precond = 1.0 / (sigma + np.sqrt(v[i]))
+            g = lik_scale * g_lik[i] - lam
+            new = abs(theta[i] + eps * precond * g + np.sqrt(2.0 * eps * precond) * noise[i])
+            ok &= new < np.inf  # NaN fails too
+            theta[i] = new
+        return ok
     sqrt_2eps = np.sqrt(2.0 * eps)
-    for a in range(n0):
-        for c in range(n1):
-            gl = g_lik[a, c]
-            g = lik_scale * gl - lam
-            xi = noise[a * n1 + c]
-            if psgld == _LOGSGLD:
-                # Target of u = log(theta): p(e^u) e^u, so d/du = theta * g + 1.
-                G = v[a, c]
-                w = theta[a, c]
-                drift = min(max(eps * G * (w * g + 1.0), -LOG_SGLD_MAX_DRIFT), LOG_SGLD_MAX_DRIFT)
-                new = w * np.exp(drift + np.sqrt(2.0 * eps * G) * xi)
-                if new == 0.0:  # underflow: log(theta) has diverged to -inf
-                    ok = False
-            elif psgld == _PSGLD:
-                gb = mean_scale * gl
-                if init_v:
-                    v[a, c] = gb * gb
-                elif adapt_v:
-                    v[a, c] = alpha * v[a, c] + (1.0 - alpha) * (gb * gb)
-                precond = 1.0 / (sigma + np.sqrt(v[a, c]))
-                new = theta[a, c] + eps * precond * g + np.sqrt(2.0 * eps * precond) * xi
-            else:
-                new = theta[a, c] + eps * g + sqrt_2eps * xi
-            new = abs(new)
-            if not np.isfinite(new):
-                ok = False
-            theta[a, c] = new
+    for i in range(n):
+        new = abs(theta[i] + eps * (lik_scale * g_lik[i] - lam) + sqrt_2eps * noise[i])
+        ok &= new < np.inf
+        theta[i] = new
     return ok
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _finish_block(W, H, vW, vH, gW, gH, W_sum, H_sum, noise_buf, state, i0, i1, j0, j1,
-                  keep, eps, lik_scale, mean_scale, lam_w, lam_h, psgld, init_v, adapt_v,
+def _flat_rows(A, a0, a1):
+    """Rows ``a0:a1`` of the C-contiguous 2-D ``A`` as one flat view."""
+    return A[a0:a1].reshape(-1)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _finish_block(W, Ht, vW, vHt, gW, gHt, W_sum, Ht_sum, noise_buf, bits, state, i0, i1, j0, j1,
+                  keep, eps, lik_scale, mean_scale, lam_w, lam_h, mode, init_v, adapt_v,
                   alpha, sigma):
-    """Accumulate the pre-update state (kept iterations), draw the noise, update."""
+    """Accumulate the pre-update state (kept iterations), draw the noise, update.
+
+    ``gW`` (ni R) and ``gHt`` (nj R) are the block's flat gradients.
+    """
     R = W.shape[1]
     ni = i1 - i0
     nj = j1 - j0
@@ -167,34 +193,31 @@ def _finish_block(W, H, vW, vH, gW, gH, W_sum, H_sum, noise_buf, state, i0, i1, 
         for i in range(i0, i1):
             for r in range(R):
                 W_sum[i, r] += W[i, r]
-        for r in range(R):
-            for j in range(j0, j1):
-                H_sum[r, j] += H[r, j]
+        for j in range(j0, j1):
+            for r in range(R):
+                Ht_sum[j, r] += Ht[j, r]
     noise_w = noise_buf[: ni * R]
-    noise_h = noise_buf[ni * R : ni * R + R * nj]
+    noise_h = noise_buf[ni * R : (ni + nj) * R]
     fill_standard_normal(state, noise_w)
     fill_standard_normal(state, noise_h)
-    ok_w = _langevin_update(W[i0:i1], vW[i0:i1], gW, noise_w, eps, lik_scale, mean_scale,
-                            lam_w, psgld, init_v, adapt_v, alpha, sigma)
-    ok_h = _langevin_update(H[:, j0:j1], vH[:, j0:j1], gH, noise_h, eps, lik_scale, mean_scale,
-                            lam_h, psgld, init_v, adapt_v, alpha, sigma)
+    ok_w = _langevin_update(_flat_rows(W, i0, i1), _flat_rows(vW, i0, i1), gW, noise_w, bits,
+                            eps, lik_scale, mean_scale, lam_w, mode, init_v, adapt_v, alpha, sigma)
+    ok_h = _langevin_update(_flat_rows(Ht, j0, j1), _flat_rows(vHt, j0, j1), gHt, noise_h, bits,
+                            eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v, alpha, sigma)
     return ok_w and ok_h
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _block_dense(X, W, H, Hb, V, gW, gH, i0, i1, j0, j1, keep):
-    """Likelihood gradients of one dense block into ``gW``, ``gH``; its log-likelihood.
+def _block_dense(X, W, Ht, V, gW, gHt, i0, i1, j0, j1, keep):
+    """Likelihood gradients of one dense block into ``gW``, ``gHt``; its log-likelihood.
 
-    ``Hb`` (R, nj), ``V`` (ni, nj), ``gW`` (ni, R), ``gH`` (R, nj) are the
-    block's C-contiguous work buffers. The log-likelihood (without the lgamma
-    term) is only computed when ``keep``; otherwise 0 is returned.
+    ``V`` (ni, nj), ``gW`` (ni, R) and ``gHt`` (nj, R) are the block's
+    C-contiguous work buffers. The log-likelihood (without the lgamma term) is
+    only computed when ``keep``; otherwise 0 is returned.
     """
-    R = W.shape[1]
     Wb = W[i0:i1]
-    for r in range(R):
-        for j in range(j0, j1):
-            Hb[r, j - j0] = H[r, j]
-    np.dot(Wb, Hb, V)
+    Htb = Ht[j0:j1]
+    np.dot(Wb, Htb.T, V)
     ll = 0.0
     for i in range(i0, i1):
         for j in range(j0, j1):
@@ -210,17 +233,17 @@ def _block_dense(X, W, H, Hb, V, gW, gH, i0, i1, j0, j1, keep):
                     ll -= v
                 V[i - i0, j - j0] = -1.0
     # V now holds E = X / V - 1.
-    np.dot(V, Hb.T, gW)
-    np.dot(Wb.T, V, gH)
+    np.dot(V, Htb, gW)
+    np.dot(V.T, Wb, gHt)
     return ll
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _block_sparse(rows, cols, vals, start, stop, W, H, HbT, gW, gH, sW, sH, i0, i1, j0, j1, keep):
+def _block_sparse(rows, cols, vals, start, stop, W, Ht, gW, gHt, sW, sH, i0, i1, j0, j1, keep):
     """Sparse counterpart of :func:`_block_dense` over non-zeros ``start:stop``.
 
-    ``HbT`` (nj, R) is the block's transposed copy of ``H[:, J_c]``; ``sW``,
-    ``sH`` (R,) receive the factor sums that give ``sum V`` and its gradient.
+    ``sW``, ``sH`` (R,) receive the factor sums that give ``sum V`` and its
+    gradient.
     """
     R = W.shape[1]
     for r in range(R):
@@ -232,32 +255,31 @@ def _block_sparse(rows, cols, vals, start, stop, W, H, HbT, gW, gH, sW, sH, i0, 
             gW[i - i0, r] = 0.0
     for j in range(j0, j1):
         for r in range(R):
-            HbT[j - j0, r] = H[r, j]
-            sH[r] += H[r, j]
-            gH[r, j - j0] = 0.0
+            sH[r] += Ht[j, r]
+            gHt[j - j0, r] = 0.0
     ll = 0.0
     for e in range(start, stop):
-        ii = rows[e] - i0
-        jj = cols[e] - j0
+        i = rows[e]
+        j = cols[e]
         x = vals[e]
         v = 0.0
         for r in range(R):
-            v += W[rows[e], r] * HbT[jj, r]
+            v += W[i, r] * Ht[j, r]
         if keep:
             ll += x * np.log(v)
         ratio = x / v if v > 0.0 else np.inf
         for r in range(R):
-            gW[ii, r] += ratio * HbT[jj, r]
-            gH[r, jj] += ratio * W[rows[e], r]
+            gW[i - i0, r] += ratio * Ht[j, r]
+            gHt[j - j0, r] += ratio * W[i, r]
     if keep:
         for r in range(R):
             ll -= sW[r] * sH[r]
     for ii in range(i1 - i0):
         for r in range(R):
             gW[ii, r] -= sH[r]
-    for r in range(R):
-        for jj in range(j1 - j0):
-            gH[r, jj] -= sW[r]
+    for jj in range(j1 - j0):
+        for r in range(R):
+            gHt[jj, r] -= sW[r]
     return ll
 
 
@@ -284,20 +306,24 @@ def _end_iteration(ok_blocks, ll_blocks, scale, keep, slot, log_lik):
 
 
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
-def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, H, vW, vH, streams,
-                     temperature, n_samples, n_burnin, step_a, step_b, psgld, alpha, sigma,
-                     freeze, lam_w, lam_h, log_lik, W_sum, H_sum):
-    """Whole chain on dense ``X``; returns ``(status, iteration, n_evaluations)``."""
+def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, streams,
+                     temperature, n_samples, n_burnin, step_a, step_b, mode, alpha, sigma,
+                     freeze, lam_w, lam_h, log_lik, W_sum, Ht_sum):
+    """Whole chain on dense ``X``; returns ``(status, iteration, n_evaluations)``.
+
+    ``Ht`` is ``H`` transposed (J, R), so that a column group of ``H`` is a
+    contiguous run of memory, like a row group of ``W``.
+    """
     I, J = X.shape
     R = W.shape[1]
     B = row_bounds.shape[0] - 1
     mi = _max_size(row_bounds)
     mj = _max_size(col_bounds)
-    hb_buf = np.empty((B, R * mj))
     v_buf = np.empty((B, mi * mj))
     gw_buf = np.empty((B, mi * R))
-    gh_buf = np.empty((B, R * mj))
-    noise_buf = np.empty((B, mi * R + R * mj))
+    gh_buf = np.empty((B, mj * R))
+    noise_buf = np.empty((B, (mi + mj) * R))
+    bits_buf = np.empty((B, max(mi, mj) * R), dtype=np.int64)
     ll_blocks = np.zeros(B)
     ok_blocks = np.ones(B, dtype=np.bool_)
     part_sizes = _part_sizes(row_bounds, col_bounds)
@@ -321,16 +347,15 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, H, vW, vH, stre
             j1 = col_bounds[c + 1]
             ni = i1 - i0
             nj = j1 - j0
-            Hb = hb_buf[b, : R * nj].reshape((R, nj))
-            V = v_buf[b, : ni * nj].reshape((ni, nj))
-            gW = gw_buf[b, : ni * R].reshape((ni, R))
-            gH = gh_buf[b, : R * nj].reshape((R, nj))
-            ll = _block_dense(X, W, H, Hb, V, gW, gH, i0, i1, j0, j1, keep)
+            gW = gw_buf[b, : ni * R]
+            gHt = gh_buf[b, : nj * R]
+            ll = _block_dense(X, W, Ht, v_buf[b, : ni * nj].reshape((ni, nj)), gW.reshape((ni, R)),
+                              gHt.reshape((nj, R)), i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[b * B + c]
             ok_blocks[b] = _finish_block(
-                W, H, vW, vH, gW, gH, W_sum, H_sum, noise_buf[b], streams[1 + b],
+                W, Ht, vW, vHt, gW, gHt, W_sum, Ht_sum, noise_buf[b], bits_buf[b], streams[1 + b],
                 i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h,
-                psgld, init_v, adapt_v, alpha, sigma,
+                mode, init_v, adapt_v, alpha, sigma,
             )
         n_evals += n_s
         status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
@@ -341,8 +366,8 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, H, vW, vH, stre
 
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_bounds, col_bounds,
-                      W, H, vW, vH, streams, temperature, n_samples, n_burnin, step_a, step_b,
-                      psgld, alpha, sigma, freeze, lam_w, lam_h, log_lik, W_sum, H_sum):
+                      W, Ht, vW, vHt, streams, temperature, n_samples, n_burnin, step_a, step_b,
+                      mode, alpha, sigma, freeze, lam_w, lam_h, log_lik, W_sum, Ht_sum):
     """Whole chain on block-grouped sparse ``X``; see :func:`_nmf_chain_dense`."""
     I = shape[0]
     J = shape[1]
@@ -350,12 +375,12 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
     B = row_bounds.shape[0] - 1
     mi = _max_size(row_bounds)
     mj = _max_size(col_bounds)
-    hbt_buf = np.empty((B, mj * R))
     gw_buf = np.empty((B, mi * R))
-    gh_buf = np.empty((B, R * mj))
+    gh_buf = np.empty((B, mj * R))
     sw_buf = np.empty((B, R))
     sh_buf = np.empty((B, R))
-    noise_buf = np.empty((B, mi * R + R * mj))
+    noise_buf = np.empty((B, (mi + mj) * R))
+    bits_buf = np.empty((B, max(mi, mj) * R), dtype=np.int64)
     ll_blocks = np.zeros(B)
     ok_blocks = np.ones(B, dtype=np.bool_)
     part_sizes = _part_sizes(row_bounds, col_bounds)
@@ -379,17 +404,17 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
             j1 = col_bounds[c + 1]
             ni = i1 - i0
             nj = j1 - j0
-            HbT = hbt_buf[b, : nj * R].reshape((nj, R))
-            gW = gw_buf[b, : ni * R].reshape((ni, R))
-            gH = gh_buf[b, : R * nj].reshape((R, nj))
+            gW = gw_buf[b, : ni * R]
+            gHt = gh_buf[b, : nj * R]
             bid = b * B + c
-            ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, H, HbT,
-                               gW, gH, sw_buf[b], sh_buf[b], i0, i1, j0, j1, keep)
+            ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, Ht,
+                               gW.reshape((ni, R)), gHt.reshape((nj, R)), sw_buf[b], sh_buf[b],
+                               i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
             ok_blocks[b] = _finish_block(
-                W, H, vW, vH, gW, gH, W_sum, H_sum, noise_buf[b], streams[1 + b],
+                W, Ht, vW, vHt, gW, gHt, W_sum, Ht_sum, noise_buf[b], bits_buf[b], streams[1 + b],
                 i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h,
-                psgld, init_v, adapt_v, alpha, sigma,
+                mode, init_v, adapt_v, alpha, sigma,
             )
         n_evals += n_s
         status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
@@ -408,31 +433,40 @@ def _exponential_fill(state, A, rate):
 
 
 @njit(cache=True, fastmath=FASTMATH)
+def _exponential_fill_transposed(state, At, rate):
+    """:func:`_exponential_fill` of ``A = At.T`` in ``A``'s row-major order, into ``At``."""
+    n1, n0 = At.shape
+    for a in range(n0):
+        for c in range(n1):
+            At[c, a] = -np.log(next_double(state)) / rate
+
+
+@njit(cache=True, fastmath=FASTMATH)
 def _nmf_prior_scores(X, rows, cols, vals, block_ptr, block_lgamma, row_bounds, col_bounds,
-                      sparse, W, H, streams, lam_w, lam_h, log_lik, W_sum, H_sum):
+                      sparse, W, Ht, streams, lam_w, lam_h, log_lik, W_sum, Ht_sum):
     """Score exact prior draws of ``(W, H)``, each on one random part.
 
-    Stream 1 draws ``W`` then ``H`` (row-major) for every draw, stream 0 the
-    parts. ``W`` and ``H`` end as the last draw. Returns ``n_evaluations``.
+    Stream 1 draws ``W`` then ``H`` (row-major; ``H`` is held transposed in
+    ``Ht``) for every draw, stream 0 the parts. ``W`` and ``Ht`` end as the
+    last draw. Returns ``n_evaluations``.
     """
     R = W.shape[1]
-    I, J = W.shape[0], H.shape[1]
+    I, J = W.shape[0], Ht.shape[0]
     B = row_bounds.shape[0] - 1
     mi = _max_size(row_bounds)
     mj = _max_size(col_bounds)
-    Hb = np.empty(R * mj)
     Vb = np.empty(mi * mj)
     gW = np.empty(mi * R)
-    gH = np.empty(R * mj)
+    gHt = np.empty(mj * R)
     sW = np.empty(R)
     sH = np.empty(R)
     part_sizes = _part_sizes(row_bounds, col_bounds)
     n_evals = 0
     for k in range(log_lik.shape[0]):
         _exponential_fill(streams[1], W, lam_w)
-        _exponential_fill(streams[1], H, lam_h)
+        _exponential_fill_transposed(streams[1], Ht, lam_h)
         W_sum += W
-        H_sum += H
+        Ht_sum += Ht
         p = uniform_index(streams[0], B)
         total = 0.0
         for b in range(B):
@@ -442,13 +476,12 @@ def _nmf_prior_scores(X, rows, cols, vals, block_ptr, block_lgamma, row_bounds, 
             ni, nj = i1 - i0, j1 - j0
             bid = b * B + c
             if sparse:
-                ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, H,
-                                   Hb[: nj * R].reshape((nj, R)), gW[: ni * R].reshape((ni, R)),
-                                   gH[: R * nj].reshape((R, nj)), sW, sH, i0, i1, j0, j1, True)
+                ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, Ht,
+                                   gW[: ni * R].reshape((ni, R)), gHt[: nj * R].reshape((nj, R)),
+                                   sW, sH, i0, i1, j0, j1, True)
             else:
-                ll = _block_dense(X, W, H, Hb[: R * nj].reshape((R, nj)), Vb[: ni * nj].reshape((ni, nj)),
-                                  gW[: ni * R].reshape((ni, R)), gH[: R * nj].reshape((R, nj)),
-                                  i0, i1, j0, j1, True)
+                ll = _block_dense(X, W, Ht, Vb[: ni * nj].reshape((ni, nj)), gW[: ni * R].reshape((ni, R)),
+                                  gHt[: nj * R].reshape((nj, R)), i0, i1, j0, j1, True)
             total += ll - block_lgamma[bid]
         log_lik[k] = total * (I * J / part_sizes[p])
         n_evals += part_sizes[p]
@@ -602,24 +635,24 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
     n_samples, n_burnin = int(n_samples), int(n_burnin)
     n_kept = n_samples - n_burnin
     Wk = np.array(W, dtype=np.float64, order="C", copy=True)
-    Hk = np.array(H, dtype=np.float64, order="C", copy=True)
+    Htk = np.array(H.T, dtype=np.float64, order="C", copy=True)  # the kernels hold H transposed
     vW = np.zeros_like(Wk)
-    vH = np.zeros_like(Hk)
+    vHt = np.zeros_like(Htk)
     streams = seed_streams(seed_seq, data.n_blocks + 1)
     log_lik = np.empty(n_kept)
     W_sum = np.zeros_like(Wk)
-    H_sum = np.zeros_like(Hk)
+    Ht_sum = np.zeros_like(Htk)
     mode = {"sgld": _SGLD, "psgld": _PSGLD, "logsgld": _LOGSGLD}[sampler]
     if mode == _LOGSGLD:
-        if np.any(Wk == 0.0) or np.any(Hk == 0.0):
+        if np.any(Wk == 0.0) or np.any(Htk == 0.0):
             raise ValueError("sampler='logsgld' needs strictly positive W and H.")
         # Fixed preconditioner 1 / (1 + t x_i.) on log W[i, :] and 1 / (1 + t x_.j) on
         # log H[:, j]: the inverse curvature of the rank-1 conditional Gamma(1 + t x_i., .)
         # in log space, an upper bound of the curvature for R > 1.
         vW[...] = (1.0 / (1.0 + temperature * data.row_sums))[:, None]
-        vH[...] = (1.0 / (1.0 + temperature * data.col_sums))[None, :]
+        vHt[...] = (1.0 / (1.0 + temperature * data.col_sums))[:, None]
     settings = (temperature, n_samples, n_burnin, step_a, step_b, mode, alpha,
-                sigma, bool(freeze), lam_w, lam_h, log_lik, W_sum, H_sum)
+                sigma, bool(freeze), lam_w, lam_h, log_lik, W_sum, Ht_sum)
     # The parallel runtime forks and joins every iteration: worth it only for
     # parts with enough entries (and fragile when other processes load the
     # cores). Both kernels give bitwise the same numbers.
@@ -630,13 +663,13 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
         status, k, n_evals = kernel(
             data.rows, data.cols, data.vals, data.block_ptr, data.block_lgamma,
             np.array(data.shape, dtype=np.int64), data.row_bounds, data.col_bounds,
-            Wk, Hk, vW, vH, streams, *settings,
+            Wk, Htk, vW, vHt, streams, *settings,
         )
     else:
         kernel = _nmf_chain_dense if parallel else _nmf_chain_dense_serial
         status, k, n_evals = kernel(
             data.X, data.block_lgamma, data.row_bounds, data.col_bounds,
-            Wk, Hk, vW, vH, streams, *settings,
+            Wk, Htk, vW, vHt, streams, *settings,
         )
     if status != _OK:
         eps = _step_size(k, n_burnin, step_a, step_b)
@@ -650,11 +683,11 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
             step_size=float(eps),
         )
     W[...] = Wk
-    H[...] = Hk
+    H[...] = Htk.T
     return NMFChainResult(
         log_likelihood=log_lik,
         W_mean=W_sum / n_kept,
-        H_mean=H_sum / n_kept,
+        H_mean=np.ascontiguousarray(Ht_sum.T) / n_kept,
         step_size=float(_step_size(n_samples, n_burnin, step_a, step_b)),
         n_likelihood_evaluations=int(n_evals),
     )
@@ -695,8 +728,8 @@ def score_nmf_prior(data, n_components, n_draws, *, lam_w, lam_h, seed_seq):
     I, J = data.shape
     R = int(n_components)
     W = np.empty((I, R))
-    H = np.empty((R, J))
-    W_sum, H_sum = np.zeros_like(W), np.zeros_like(H)
+    Ht = np.empty((J, R))
+    W_sum, Ht_sum = np.zeros_like(W), np.zeros_like(Ht)
     log_lik = np.empty(int(n_draws))
     empty_i, empty_f = np.empty(0, dtype=np.int64), np.empty(0)
     X = data.X if not data.is_sparse else np.empty((0, 0))
@@ -705,12 +738,13 @@ def score_nmf_prior(data, n_components, n_draws, *, lam_w, lam_h, seed_seq):
     )
     n_evals = _nmf_prior_scores(
         X, rows, cols, vals, ptr, data.block_lgamma, data.row_bounds, data.col_bounds, data.is_sparse,
-        W, H, seed_streams(seed_seq, 2), float(lam_w), float(lam_h), log_lik, W_sum, H_sum,
+        W, Ht, seed_streams(seed_seq, 2), float(lam_w), float(lam_h), log_lik, W_sum, Ht_sum,
     )
     if not np.all(np.isfinite(log_lik)):
         raise ValueError("The log-likelihood is not finite at some prior draws; check that X is valid.")
-    result = NMFChainResult(log_lik, W_sum / n_draws, H_sum / n_draws, np.nan, int(n_evals))
-    return result, W, H
+    H_mean = np.ascontiguousarray(Ht_sum.T) / n_draws
+    result = NMFChainResult(log_lik, W_sum / n_draws, H_mean, np.nan, int(n_evals))
+    return result, W, np.ascontiguousarray(Ht.T)
 
 def compile_nmf_kernels():
     """Compile (or load from numba's cache) the NMF kernels on a 4 x 4 input.

@@ -89,6 +89,7 @@ from .nmf import (
     _check_number,
     _end_iteration,
     _exponential_fill,
+    _flat_rows,
     _langevin_update,
     _max_size,
     _serial_twin,
@@ -228,7 +229,7 @@ def _block_sparse(ii, jj, kk, vals, start, stop, A, Bf, C, gA, gB, gC, sA, sB, s
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _finish_block(A, Bf, C, vA, vB, vC, gA, gB, gC, A_sum, B_sum, C_sum, noise_buf, state,
+def _finish_block(A, Bf, C, vA, vB, vC, gA, gB, gC, A_sum, B_sum, C_sum, noise_buf, bits, state,
                   i0, i1, j0, j1, k0, k1, keep, eps, lik_scale, mean_scale, lam_a, lam_b, lam_c,
                   mode, init_v, adapt_v, alpha, sigma):
     """Accumulate the pre-update state (kept iterations), draw the noise, update the blocks."""
@@ -252,12 +253,15 @@ def _finish_block(A, Bf, C, vA, vB, vC, gA, gB, gC, A_sum, B_sum, C_sum, noise_b
     fill_standard_normal(state, noise_a)
     fill_standard_normal(state, noise_b)
     fill_standard_normal(state, noise_c)
-    ok_a = _langevin_update(A[i0:i1], vA[i0:i1], gA, noise_a, eps, lik_scale, mean_scale,
-                            lam_a, mode, init_v, adapt_v, alpha, sigma)
-    ok_b = _langevin_update(Bf[j0:j1], vB[j0:j1], gB, noise_b, eps, lik_scale, mean_scale,
-                            lam_b, mode, init_v, adapt_v, alpha, sigma)
-    ok_c = _langevin_update(C[k0:k1], vC[k0:k1], gC, noise_c, eps, lik_scale, mean_scale,
-                            lam_c, mode, init_v, adapt_v, alpha, sigma)
+    ok_a = _langevin_update(_flat_rows(A, i0, i1), _flat_rows(vA, i0, i1), gA.reshape(-1), noise_a,
+                            bits, eps, lik_scale, mean_scale, lam_a, mode, init_v,
+                            adapt_v, alpha, sigma)
+    ok_b = _langevin_update(_flat_rows(Bf, j0, j1), _flat_rows(vB, j0, j1), gB.reshape(-1), noise_b,
+                            bits, eps, lik_scale, mean_scale, lam_b, mode, init_v,
+                            adapt_v, alpha, sigma)
+    ok_c = _langevin_update(_flat_rows(C, k0, k1), _flat_rows(vC, k0, k1), gC.reshape(-1), noise_c,
+                            bits, eps, lik_scale, mean_scale, lam_c, mode, init_v,
+                            adapt_v, alpha, sigma)
     return ok_a and ok_b and ok_c
 
 
@@ -277,6 +281,7 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
     gc_buf = np.empty((nb, mk * R))
     sum_buf = np.empty((nb, 3 * R))
     noise_buf = np.empty((nb, (mi + mj + mk) * R))
+    bits_buf = np.empty((nb, max(mi, mj, mk) * R), dtype=np.int64)
     ll_blocks = np.zeros(nb)
     ok_blocks = np.ones(nb, dtype=np.bool_)
     part_sizes = _part_sizes(ib, jb, kb)
@@ -316,7 +321,8 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
                 ll = _block_dense(X, A, Bf, C, gA, gB, gC, work[:R], i0, i1, j0, j1, k0, k1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
             ok_blocks[b] = _finish_block(
-                A, Bf, C, vA, vB, vC, gA, gB, gC, A_sum, B_sum, C_sum, noise_buf[b], streams[1 + b],
+                A, Bf, C, vA, vB, vC, gA, gB, gC, A_sum, B_sum, C_sum, noise_buf[b], bits_buf[b],
+                streams[1 + b],
                 i0, i1, j0, j1, k0, k1, keep, eps, lik_scale, mean_scale, lam_a, lam_b, lam_c,
                 mode, init_v, adapt_v, alpha, sigma,
             )
