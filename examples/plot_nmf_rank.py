@@ -9,10 +9,10 @@ stochastic thermodynamic integration (STI) with block-parallel log-space SGLD
 chains. On a 60 × 45 matrix drawn from the model with two components, STI
 and Chib's method, an independent Gibbs-based estimate, both pick rank 2 with
 a posterior probability near one. Their values differ by more than their
-standard errors, though: in this run STI lies 4 to 9 nats below Chib at ranks
-1 to 3 and 24 nats at rank 4, the bias of chains that lag behind the rising
+standard errors, though: in this run STI lies 5 to 6 nats below Chib at ranks
+1 to 3 and 18 nats at rank 4, the bias of chains that lag behind the rising
 temperature, which grows with the rank. The choice is robust to it here
-because the evidence of the true rank stands 12 nats or more above its
+because the evidence of the true rank stands about 12 nats or more above its
 neighbours by either method; differences of a few nats should not be trusted.
 
 The evidence penalises extra components without a validation split: every

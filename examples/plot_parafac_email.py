@@ -9,13 +9,13 @@ components are easy to read: groups of people who write to each other, a
 few people who write to many, and the two directions of single
 conversations. The evidence only finds that many once the prior rate of the
 factors is on the data's scale. At rates four or forty times smaller it
-picks three components or one, and loses thousands of nats.
+picks four components or one, and loses thousands of nats.
 
-The rank itself is not sharp. Past five components the evidence curve is
-nearly flat, and it moves by as much when the chains get longer: the chosen
-rank went from 7 to 8 between the two budgets tried here. The standard
-errors (about a hundred nats at most) do not cover that bias. Read the chosen
-rank as "about eight", not as a measurement.
+The rank itself is not sharp. Past four components the evidence curve is
+nearly flat, and it moves by more than that when the chains get longer: the
+chosen rank went from 10 to 7 between the two budgets tried here. The
+standard errors (about a hundred nats at most) do not cover that bias. Read
+the chosen rank as "seven to ten", not as a measurement.
 
 The model is seed 001's Poisson PARAFAC with exponential priors
 (:class:`~skevidence.PoissonPARAFAC`), and
@@ -159,19 +159,21 @@ print(f"best of the grid: rank {grid.best_params_['rank']}, "
 # The curves below have one panel per rate; note that the y axes differ.
 #
 # * At :math:`\lambda = 0.1`, every added component costs thousands of nats.
-# * At :math:`\lambda = 1`, the curve peaks at a few components.
-# * At :math:`\lambda_0` and :math:`2\lambda_0`, it climbs to about five
-#   components and then stays nearly flat.
+# * At :math:`\lambda = 1`, the curve peaks at three or four components.
+# * At :math:`\lambda_0`, it climbs to four components and then stays within
+#   a few hundred nats up to rank 10.
+# * At :math:`2\lambda_0`, it keeps climbing, unevenly, up to rank 10.
 #
 # The two small rates lose to :math:`\lambda_0` by thousands of nats. That
 # gap is larger than anything the budget changes below, so the loss is real.
 # Between :math:`\lambda_0` and :math:`2\lambda_0`, the printed difference is
-# a few hundred nats, which is smaller than what the next section shows the
-# budget moves. The :math:`2\lambda_0` curve is also the less regular of the
-# two (rank 3 falls below rank 2), which suggests its chains mix worse.
-# Both rates choose the same rank. We go on with :math:`\lambda_0`, whose
-# meaning is simple; a longer run that compares both rates would settle
-# which one is better.
+# about a thousand nats, which is smaller than what the next section shows the
+# budget moves (up to 2500 nats). The :math:`2\lambda_0` curve is also the
+# less regular of the two (rank 5 falls more than a thousand nats below
+# rank 4), which suggests its chains mix worse. Both rates choose rank 10,
+# the end of the grid, on curves that are flat or uneven there. We go on
+# with :math:`\lambda_0`, whose meaning is simple; a longer run that compares
+# both rates, and larger ranks, would settle which one is better.
 
 fig, axes = plt.subplots(2, 2, figsize=(9.0, 6.4), layout="constrained")
 for ax, rate in zip(axes.ravel(), rates):
@@ -214,20 +216,20 @@ print(f"the long run minus the short one: {gain.min():.0f} to {gain.max():.0f} n
 # %%
 # The longer run raises the estimate at every rank, and by much more at
 # the larger ranks, where chains lag the most. The change is many standard
-# errors, and the curve above rank five changes shape with it. The choice
-# did not hold exactly: the chosen rank moved by one. Each run also gives
+# errors, and the curve above rank four changes shape with it. The choice
+# did not hold: the chosen rank moved from 10 to 7. Each run also gives
 # its choice a probability of 1.00. Those probabilities only include the
 # Monte-Carlo error, so they say nothing about this bias. With a longer
 # budget still, expect the larger ranks to keep gaining. Before trusting a
 # choice, run the selection again with a larger budget, as here, and report
 # it as a range.
 #
-# The long run may also print ``ConvergenceWarning`` messages for ranks 1 and 6.
-# They flag a dip in the expected log-likelihood at the lowest temperatures,
-# :math:`t \le 10^{-5}`. There, a dip of a few thousand nats adds at most
-# about 0.05 nats to the integral, so it does not explain the change between
-# budgets. That change comes from the lag at higher temperatures, which no
-# warning detects.
+# The runs may also print ``ConvergenceWarning`` messages for a few ranks.
+# When they flag a dip in the expected log-likelihood at the lowest
+# temperatures, :math:`t \le 10^{-5}`, the dip adds little to the integral:
+# at most :math:`10^{-5}` times its size, 0.05 nats for a dip of five thousand.
+# It does not explain the change between budgets. That change comes from the
+# lag at higher temperatures, which no warning detects.
 
 fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
 EvidenceCurveDisplay.from_results(
@@ -330,26 +332,25 @@ plt.show()
 # ----------------------
 # The printed lines and the figure show three kinds of component:
 #
-# * **Groups who write to each other.** In components 1 and 5, four of the
+# * **Groups who write to each other.** In components 2 and 4, four of the
 #   top five senders are also among the top five receivers. The shares are
 #   spread over a dozen or more people (the effective numbers), so these are
 #   working groups of the department that exchange mail among themselves,
 #   week after week.
-# * **A few people writing to many.** In component 2, two senders hold almost
-#   half of the sender loading, while about forty people share the receiver
-#   loading: announcements or a mailing list, with bursts in its busiest
-#   weeks. Component 4 runs partly the other way: its main receivers
-#   include the main senders of component 2.
-# * **The two sides of one conversation.** Component 6 is mostly one
-#   sender (person 71) writing to a handful of people (0, 66, 8, ...).
-#   Component 8 is mostly person 0 writing back to 71, 82 and 70. A single
-#   symmetric component would force both directions to share the same weekly
-#   profile. Two components let each direction keep its own timing. Both
-#   directions are quiet before week 20, as the figure shows.
+# * **Mail between parts of the department.** Components 1 and 3 each spread
+#   over about twenty senders and twenty-five to thirty receivers, with only
+#   one or two people in both top fives: mail that flows from one set of
+#   people to another.
+# * **The two sides of one conversation.** Component 5 is mostly one
+#   sender (person 71, about two thirds of its sender loading) writing to a
+#   handful of people (0, 66, 8, ...). Component 7 is mostly person 0
+#   writing back to 71, 82 and others. A single symmetric component would
+#   force both directions to share the same weekly profile. Two components
+#   let each direction keep its own timing: their busiest weeks are far apart.
 #
 # Over time, every component falls nearly silent during the log's long
 # empty stretch, as it should. They differ in when they are busiest, which is what
 # the third mode buys over a factorisation of the summed sender × receiver
-# matrix. The smallest components carry about 5% of the mail each. Their
+# matrix. The smallest components carry about 7% of the mail each. Their
 # evidence gain is what the budget comparison above called uncertain, so
 # treat them as candidates to check, not as findings.
