@@ -163,6 +163,28 @@ def test_search_results_identical_for_any_n_jobs():
     assert one["mean_test_score"][1] == alone
 
 
+def test_parallel_search_dispatches_costliest_first_and_keeps_grid_order(capsys):
+    from skevidence.estimators.search import _dispatch_order
+
+    grid = [{"n_components": r} for r in (1, 4, 2, 8)]
+    assert _dispatch_order(GaussianAdditiveModel(), grid) == [3, 1, 2, 0]
+    piped = [{"gaussianadditivemodel__n_components": r, "gaussianadditivemodel__prior_var": 2.0}
+             for r in (1, 4, 2)]  # fmt: skip
+    pipe = make_pipeline(FunctionTransformer(), GaussianAdditiveModel())
+    assert _dispatch_order(pipe, piped) == [1, 2, 0]
+    # an estimator without cost parameters keeps the grid's order
+    assert _dispatch_order(FunctionTransformer(), grid) == [0, 1, 2, 3]
+
+    X = _blobs(n=300)
+    est = GaussianAdditiveModel(prior_mean=3.0, method="exact")
+    search = EvidenceGridSearch(est, {"n_components": [1, 2, 3]}, n_jobs=2, verbose=2).fit(X)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "[EvidenceGridSearch]" in line]
+    # reported in dispatch order (3, 2, 1), numbered by grid position, results in grid order
+    assert [int(line.split("candidate ")[1].split()[0]) for line in lines] == [3, 2, 1]
+    expected = [est.set_params(n_components=r).exact_log_evidence(X) for r in (1, 2, 3)]
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], expected)
+
+
 def test_search_seed_from_random_state_instance_is_n_jobs_invariant():
     X = _blobs(n=300)
     grid = {"n_components": [1, 2]}

@@ -75,6 +75,9 @@ class EvidenceEstimatorMixin:
 
     #: Whether ``fit`` takes a target ``y``.
     _supervised = False
+    #: Parameters the time of a fit grows with; EvidenceGridSearch dispatches
+    #: the candidates of largest product first when it runs them in parallel.
+    _cost_params = ()
 
     def _validate_fit_data(self, X, y, reset):
         """Validate data; ``reset=None`` checks it without touching fitted state."""

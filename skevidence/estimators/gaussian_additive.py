@@ -131,6 +131,8 @@ class GaussianAdditiveModel(
     -2092.97
     """
 
+    _cost_params = ("n_components",)
+
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "prior_mean": [Interval(Real, None, None, closed="neither")],

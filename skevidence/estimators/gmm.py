@@ -230,6 +230,8 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
     True
     """
 
+    _cost_params = ("n_components",)
+
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "method": [StrOptions({"sgais", "ais", "sti"})],

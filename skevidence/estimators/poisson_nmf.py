@@ -116,6 +116,8 @@ class PoissonNMF(
     ((2, 20), (30, 2))
     """
 
+    _cost_params = ("n_components",)
+
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "prior_rate": [Interval(Real, 0, None, closed="neither")],

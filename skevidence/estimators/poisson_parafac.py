@@ -149,6 +149,8 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
     True
     """
 
+    _cost_params = ("rank",)
+
     _parameter_constraints = {
         "rank": [Interval(Integral, 1, None, closed="left")],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like"],

@@ -87,6 +87,28 @@ def _fit_and_evaluate(fit, estimator, X, y, fit_params, error_score, n_threads, 
         )
 
 
+def _dispatch_order(estimator, candidate_params):
+    """Indices of the candidates, costliest first (stable): the order to dispatch them in.
+
+    The cost is the product of the searched values of the parameters the
+    final estimator names in ``_cost_params`` (e.g. ``n_components``; the
+    time of a fit grows with them). Started first, the long candidates do not
+    end up alone at the end of a parallel search (longest processing time
+    first). Without such parameters the grid's order is kept.
+    """
+    final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+    names = getattr(final, "_cost_params", ())
+
+    def cost(params):
+        total = 1.0
+        for key, value in params.items():
+            if key.rsplit("__", 1)[-1] in names and isinstance(value, numbers.Real):
+                total *= float(value)
+        return total
+
+    return sorted(range(len(candidate_params)), key=lambda i: -cost(candidate_params[i]))
+
+
 def _set_seeds(estimator, seed, searched):
     """Give every ``random_state`` (nested ones too) the same int seed, unless it is searched over."""
     names = [
@@ -185,7 +207,9 @@ class EvidenceGridSearch(BaseSearchCV):
     Every candidate gets the same integer seed, derived once from the
     estimator's ``random_state`` (common random numbers make differences of
     log-evidences more precise than the evidences themselves), so results are
-    identical for any ``n_jobs``.
+    identical for any ``n_jobs``. In parallel, candidates are dispatched
+    costliest first (largest ``n_components`` or ``rank``), so that the long
+    ones do not end the search alone; ``cv_results_`` keeps the grid's order.
 
     Examples
     --------
@@ -284,12 +308,18 @@ class EvidenceGridSearch(BaseSearchCV):
                 candidate_params = list(candidate_params)
                 if not candidate_params:
                     raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
+                # In parallel the costliest candidates go first; results keep
+                # the grid's order and, with one seed for all, do not depend
+                # on the dispatch order.
+                order = list(range(len(candidate_params)))
+                if self.n_jobs not in (None, 1):
+                    order = _dispatch_order(base, candidate_params)
                 # A generator: each candidate is reported as soon as it (and
-                # those before it) finished, not when the whole batch has.
+                # those dispatched before it) finished, not when the whole batch has.
                 out = parallel(
                     delayed(_fit_and_evaluate)(
                         fit,
-                        _set_seeds(clone(base).set_params(**params), seed, params),
+                        _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
                         X,
                         y,
                         fit_params,
@@ -297,16 +327,18 @@ class EvidenceGridSearch(BaseSearchCV):
                         n_threads,
                         per_worker,
                     )
-                    for params in candidate_params
+                    for i in order
                 )
+                batch = [None] * len(candidate_params)
                 report = progress(len(candidate_params), "EvidenceGridSearch", self.verbose, stream=sys.stdout)
                 try:
-                    for params, res in zip(candidate_params, out):
-                        all_params.append(params)
-                        all_out.append(res)
-                        report.update(1, self._describe(len(all_params), params, res))
+                    for i, res in zip(order, out):
+                        batch[i] = res
+                        report.update(1, self._describe(len(all_params) + i + 1, candidate_params[i], res))
                 finally:
                     report.close()
+                all_params.extend(candidate_params)
+                all_out.extend(batch)
                 self.cv_results_ = self._format_evidence_results(all_params, all_out)
                 return self.cv_results_
 
