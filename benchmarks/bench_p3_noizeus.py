@@ -21,7 +21,13 @@ the two references, averaged over the mixtures.
 Usage::
 
     python benchmarks/bench_p3_noizeus.py [--ranks 32 64 ...] [--scale 1e-3] [--n-jobs 2]
-        [--noizeus PATH] [--noises street car ...] [--snr 5] [--no-sdr]
+        [--noizeus PATH] [--noises street car ...] [--snr 5] [--no-sdr] [--profile-rank 256]
+
+Last, a profile of one iteration at ``--profile-rank`` (one numba thread and
+one BLAS thread, as in each ``n_jobs=2`` worker): the whole chain's time per
+iteration next to its parts timed alone, the three BLAS products of the B
+blocks, the Langevin normals of the (I + J) R parameters and their log-space
+update, against this machine's one-thread dgemm rate.
 """
 
 import argparse
@@ -32,13 +38,17 @@ import sys
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
+from numba import njit
 
 from _environment import blas_gflops, blas_threads, git_state
 
 import skevidence
 from skevidence import EvidenceGridSearch, PoissonNMF, SemiSupervisedNMF
 from skevidence.audio import SpectrogramTransformer, load_audio
+from skevidence.kernels._rng import fill_standard_normal, seed_streams
+from skevidence.kernels.nmf import _LOGSGLD, NMFData, _langevin_update, block_bounds, run_nmf_chain
 
 
 def _noizeus_root(given):
@@ -111,6 +121,7 @@ def main():
     parser.add_argument("--n-burnin", type=int, default=750)
     parser.add_argument("--n-blocks", type=int, default=8)
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--profile-rank", type=int, default=256, help="rank of the one-iteration profile")
     parser.add_argument("--noizeus", default=None)
     parser.add_argument("--noises", nargs="+", default=list(NOISES), choices=NOISES)
     parser.add_argument("--snr", type=int, default=5, choices=(0, 5, 10, 15))
@@ -173,6 +184,7 @@ def main():
     print(f"dgemm at the end: best {gf_end:.1f} GFLOP/s; load {os.getloadavg()[0]:.2f}")
     print("GFLOP/s counts 6·(IJ/B)·R flops per iteration over the rank's fit time (one worker, "
           "one numba thread when n_jobs=2); /dgemm divides by the best 2-thread dgemm rate above.")
+    profile_iteration(X, args.profile_rank, args.n_blocks, lam)
     if args.no_sdr:
         return
     start = time.perf_counter()
@@ -191,6 +203,84 @@ def main():
     best_sdr = max(rows, key=lambda r: rows[r][0])
     print(f"evidence argmax {best_rank}, SDR argmax {best_sdr}; oracle time "
           f"{time.perf_counter() - start:.1f} s")
+
+
+@njit(cache=False)
+def _block_products(W, Ht, V, gW, gHt, row_bounds, col_bounds, n_rep):
+    """The three BLAS products of each block of one part, ``n_rep`` times (the kernel's shapes)."""
+    B = row_bounds.shape[0] - 1
+    for _ in range(n_rep):
+        for b in range(B):
+            i0, i1 = row_bounds[b], row_bounds[b + 1]
+            j0, j1 = col_bounds[b], col_bounds[b + 1]
+            ni, nj = i1 - i0, j1 - j0
+            Vb = V[: ni * nj].reshape((ni, nj))
+            Htb = Ht[j0:j1]
+            np.dot(W[i0:i1], Htb.T, Vb)
+            np.dot(Vb, Htb, gW[: ni * W.shape[1]].reshape((ni, W.shape[1])))
+            np.dot(Vb.T, W[i0:i1], gHt[: nj * W.shape[1]].reshape((nj, W.shape[1])))
+
+
+def profile_iteration(X, rank, n_blocks, lam, n_iter=200):
+    """Seconds per iteration of a t = 1 log-space chain and of its parts, one thread."""
+    from threadpoolctl import threadpool_limits
+
+    I, J = X.shape
+    rng = np.random.default_rng(0)
+    W = rng.exponential(1 / lam, (I, rank)) + 1e-3
+    H = rng.exponential(1 / lam, (rank, J)) + 1e-3
+    data = NMFData.from_array(X, n_blocks)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            gemm1 = blas_gflops(threads=1)[0]
+            kw = dict(temperature=1.0, n_burnin=n_iter // 2, step_a=0.01, step_b=0.0, sampler="logsgld",
+                      lam_w=lam, lam_h=lam)  # fmt: skip
+            run_nmf_chain(data, W.copy(), H.copy(), n_samples=4, seed_seq=np.random.SeedSequence(0),
+                          **{**kw, "n_burnin": 2})  # fmt: skip
+            start = time.perf_counter()
+            run_nmf_chain(data, W, H, n_samples=n_iter, seed_seq=np.random.SeedSequence(1), **kw)
+            t_chain = (time.perf_counter() - start) / n_iter
+            rb = block_bounds(I, n_blocks, what="rows")
+            cb = block_bounds(J, n_blocks, what="columns")
+            mi, mj = int(np.diff(rb).max()), int(np.diff(cb).max())
+            Ht = np.ascontiguousarray(H.T)
+            V, gW, gHt = np.empty(mi * mj), np.empty(mi * rank), np.empty(mj * rank)
+            _block_products(W, Ht, V, gW, gHt, rb, cb, 1)
+            start = time.perf_counter()
+            _block_products(W, Ht, V, gW, gHt, rb, cb, n_iter)
+            t_gemm = (time.perf_counter() - start) / n_iter
+        n = (I + J) * rank
+        state = seed_streams(np.random.SeedSequence(2), 1)[0]
+        noise = np.empty(n)
+        fill_standard_normal(state, noise)
+        start = time.perf_counter()
+        for _ in range(n_iter):
+            fill_standard_normal(state, noise)
+        t_normals = (time.perf_counter() - start) / n_iter
+        theta, v, g = np.full(n, 0.05), np.full(n, 0.1), np.zeros(n)
+        bits = np.empty(n, dtype=np.int64)
+        _langevin_update(theta, v, g, noise, bits, 1e-3, 1.0, 1.0, 1.0, _LOGSGLD, False, False, 0.99, 1e-5)
+        start = time.perf_counter()
+        for _ in range(n_iter):
+            _langevin_update(theta, v, g, noise, bits, 1e-3, 1.0, 1.0, 1.0, _LOGSGLD, False, False, 0.99, 1e-5)
+        t_update = (time.perf_counter() - start) / n_iter
+    finally:
+        numba.set_num_threads(previous)
+    flops = 6.0 * I * J / n_blocks * rank
+    print(f"\nProfile of one iteration at rank {rank}, B={n_blocks}, one numba and one BLAS thread "
+          f"(best one-thread dgemm {gemm1:.1f} GFLOP/s):")
+    rows = (("whole chain (t = 1, log-space SGLD)", t_chain),
+            ("  three BLAS products of the B blocks", t_gemm),
+            (f"  {n} Langevin normals", t_normals),
+            (f"  log-space update of the {n} parameters", t_update),
+            ("  rest (gradient ratios, log-likelihood, kept sums)", t_chain - t_gemm - t_normals - t_update))
+    for label, t in rows:
+        print(f"  {label:<52} {1e3 * t:8.3f} ms  {t / t_chain:6.1%}")
+    print(f"  kernel {flops / t_chain / 1e9:.1f} GFLOP/s = {flops / t_chain / 1e9 / gemm1:.0%} of one-thread dgemm; "
+          f"its BLAS products alone run at {flops / t_gemm / 1e9:.1f} GFLOP/s "
+          f"({flops / t_gemm / 1e9 / gemm1:.0%}): the Langevin work per parameter bounds the share")
 
 
 if __name__ == "__main__":
