@@ -425,20 +425,11 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
 
 @njit(cache=True, fastmath=FASTMATH)
 def _exponential_fill(state, A, rate):
-    """Exact Exponential(rate) draws into ``A`` (row-major), from one stream."""
+    """Exact Exponential(rate) draws into ``A`` (row-major, whatever its memory layout), from one stream."""
     n0, n1 = A.shape
     for a in range(n0):
         for c in range(n1):
             A[a, c] = -np.log(next_double(state)) / rate
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _exponential_fill_transposed(state, At, rate):
-    """:func:`_exponential_fill` of ``A = At.T`` in ``A``'s row-major order, into ``At``."""
-    n1, n0 = At.shape
-    for a in range(n0):
-        for c in range(n1):
-            At[c, a] = -np.log(next_double(state)) / rate
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -464,7 +455,7 @@ def _nmf_prior_scores(X, rows, cols, vals, block_ptr, block_lgamma, row_bounds, 
     n_evals = 0
     for k in range(log_lik.shape[0]):
         _exponential_fill(streams[1], W, lam_w)
-        _exponential_fill_transposed(streams[1], Ht, lam_h)
+        _exponential_fill(streams[1], Ht.T, lam_h)  # H's row-major order
         W_sum += W
         Ht_sum += Ht
         p = uniform_index(streams[0], B)
