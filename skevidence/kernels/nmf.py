@@ -179,32 +179,25 @@ def _flat_rows(A, a0, a1):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _finish_block(W, Ht, vW, vHt, gW, gHt, W_sum, Ht_sum, noise_buf, bits, state, i0, i1, j0, j1,
-                  keep, eps, lik_scale, mean_scale, lam_w, lam_h, mode, init_v, adapt_v,
-                  alpha, sigma):
-    """Accumulate the pre-update state (kept iterations), draw the noise, update.
+def _update_rows(F, vF, F_sum, g, noise, bits, state, a0, a1, keep, eps, lik_scale, mean_scale, lam,
+                 mode, init_v, adapt_v, alpha, sigma):
+    """Rows ``a0:a1`` of the factor ``F`` (n, R) in one block: record, draw the noise, update.
 
-    ``gW`` (ni R) and ``gHt`` (nj R) are the block's flat gradients.
+    On kept iterations the pre-update rows are added to ``F_sum``; then
+    ``(a1 - a0) R`` normals are drawn from ``state`` into ``noise`` and the
+    rows take one :func:`_langevin_update` with the flat gradient ``g``. Both
+    the NMF (``W`` and ``H`` transposed) and the PARAFAC kernels hold every
+    factor this way. Returns ``False`` if an updated entry is not finite.
     """
-    R = W.shape[1]
-    ni = i1 - i0
-    nj = j1 - j0
+    R = F.shape[1]
     if keep:
-        for i in range(i0, i1):
+        for a in range(a0, a1):
             for r in range(R):
-                W_sum[i, r] += W[i, r]
-        for j in range(j0, j1):
-            for r in range(R):
-                Ht_sum[j, r] += Ht[j, r]
-    noise_w = noise_buf[: ni * R]
-    noise_h = noise_buf[ni * R : (ni + nj) * R]
-    fill_standard_normal(state, noise_w)
-    fill_standard_normal(state, noise_h)
-    ok_w = _langevin_update(_flat_rows(W, i0, i1), _flat_rows(vW, i0, i1), gW, noise_w, bits,
-                            eps, lik_scale, mean_scale, lam_w, mode, init_v, adapt_v, alpha, sigma)
-    ok_h = _langevin_update(_flat_rows(Ht, j0, j1), _flat_rows(vHt, j0, j1), gHt, noise_h, bits,
-                            eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v, alpha, sigma)
-    return ok_w and ok_h
+                F_sum[a, r] += F[a, r]
+    n = (a1 - a0) * R
+    fill_standard_normal(state, noise[:n])
+    return _langevin_update(_flat_rows(F, a0, a1), _flat_rows(vF, a0, a1), g[:n], noise[:n], bits,
+                            eps, lik_scale, mean_scale, lam, mode, init_v, adapt_v, alpha, sigma)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -322,7 +315,7 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, st
     v_buf = np.empty((B, mi * mj))
     gw_buf = np.empty((B, mi * R))
     gh_buf = np.empty((B, mj * R))
-    noise_buf = np.empty((B, (mi + mj) * R))
+    noise_buf = np.empty((B, max(mi, mj) * R))
     bits_buf = np.empty((B, max(mi, mj) * R), dtype=np.int64)
     ll_blocks = np.zeros(B)
     ok_blocks = np.ones(B, dtype=np.bool_)
@@ -352,11 +345,11 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, st
             ll = _block_dense(X, W, Ht, v_buf[b, : ni * nj].reshape((ni, nj)), gW.reshape((ni, R)),
                               gHt.reshape((nj, R)), i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[b * B + c]
-            ok_blocks[b] = _finish_block(
-                W, Ht, vW, vHt, gW, gHt, W_sum, Ht_sum, noise_buf[b], bits_buf[b], streams[1 + b],
-                i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h,
-                mode, init_v, adapt_v, alpha, sigma,
-            )
+            ok = _update_rows(W, vW, W_sum, gW, noise_buf[b], bits_buf[b], streams[1 + b], i0, i1, keep,
+                              eps, lik_scale, mean_scale, lam_w, mode, init_v, adapt_v, alpha, sigma)
+            ok &= _update_rows(Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b], j0, j1,
+                               keep, eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v, alpha, sigma)
+            ok_blocks[b] = ok
         n_evals += n_s
         status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
         if status != _OK:
@@ -379,7 +372,7 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
     gh_buf = np.empty((B, mj * R))
     sw_buf = np.empty((B, R))
     sh_buf = np.empty((B, R))
-    noise_buf = np.empty((B, (mi + mj) * R))
+    noise_buf = np.empty((B, max(mi, mj) * R))
     bits_buf = np.empty((B, max(mi, mj) * R), dtype=np.int64)
     ll_blocks = np.zeros(B)
     ok_blocks = np.ones(B, dtype=np.bool_)
@@ -411,11 +404,11 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
                                gW.reshape((ni, R)), gHt.reshape((nj, R)), sw_buf[b], sh_buf[b],
                                i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
-            ok_blocks[b] = _finish_block(
-                W, Ht, vW, vHt, gW, gHt, W_sum, Ht_sum, noise_buf[b], bits_buf[b], streams[1 + b],
-                i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h,
-                mode, init_v, adapt_v, alpha, sigma,
-            )
+            ok = _update_rows(W, vW, W_sum, gW, noise_buf[b], bits_buf[b], streams[1 + b], i0, i1, keep,
+                              eps, lik_scale, mean_scale, lam_w, mode, init_v, adapt_v, alpha, sigma)
+            ok &= _update_rows(Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b], j0, j1,
+                               keep, eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v, alpha, sigma)
+            ok_blocks[b] = ok
         n_evals += n_s
         status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
         if status != _OK:

@@ -76,7 +76,7 @@ from numba import njit, prange
 
 from .._config import FASTMATH, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
 from ..exceptions import SamplerDivergenceError
-from ._rng import fill_standard_normal, seed_streams, uniform_index
+from ._rng import seed_streams, uniform_index
 # The status codes and sampler codes are the NMF kernel's: the update rule is shared.
 from .nmf import (
     _LOGSGLD,
@@ -89,11 +89,10 @@ from .nmf import (
     _check_number,
     _end_iteration,
     _exponential_fill,
-    _flat_rows,
-    _langevin_update,
     _max_size,
     _serial_twin,
     _step_size,
+    _update_rows,
 )
 from .parafac_data import PARAFACData
 
@@ -228,43 +227,6 @@ def _block_sparse(ii, jj, kk, vals, start, stop, A, Bf, C, gA, gB, gC, sA, sB, s
     return ll
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _finish_block(A, Bf, C, vA, vB, vC, gA, gB, gC, A_sum, B_sum, C_sum, noise_buf, bits, state,
-                  i0, i1, j0, j1, k0, k1, keep, eps, lik_scale, mean_scale, lam_a, lam_b, lam_c,
-                  mode, init_v, adapt_v, alpha, sigma):
-    """Accumulate the pre-update state (kept iterations), draw the noise, update the blocks."""
-    R = A.shape[1]
-    ni = i1 - i0
-    nj = j1 - j0
-    nk = k1 - k0
-    if keep:
-        for i in range(i0, i1):
-            for r in range(R):
-                A_sum[i, r] += A[i, r]
-        for j in range(j0, j1):
-            for r in range(R):
-                B_sum[j, r] += Bf[j, r]
-        for k in range(k0, k1):
-            for r in range(R):
-                C_sum[k, r] += C[k, r]
-    noise_a = noise_buf[: ni * R]
-    noise_b = noise_buf[ni * R : (ni + nj) * R]
-    noise_c = noise_buf[(ni + nj) * R : (ni + nj + nk) * R]
-    fill_standard_normal(state, noise_a)
-    fill_standard_normal(state, noise_b)
-    fill_standard_normal(state, noise_c)
-    ok_a = _langevin_update(_flat_rows(A, i0, i1), _flat_rows(vA, i0, i1), gA.reshape(-1), noise_a,
-                            bits, eps, lik_scale, mean_scale, lam_a, mode, init_v,
-                            adapt_v, alpha, sigma)
-    ok_b = _langevin_update(_flat_rows(Bf, j0, j1), _flat_rows(vB, j0, j1), gB.reshape(-1), noise_b,
-                            bits, eps, lik_scale, mean_scale, lam_b, mode, init_v,
-                            adapt_v, alpha, sigma)
-    ok_c = _langevin_update(_flat_rows(C, k0, k1), _flat_rows(vC, k0, k1), gC.reshape(-1), noise_c,
-                            bits, eps, lik_scale, mean_scale, lam_c, mode, init_v,
-                            adapt_v, alpha, sigma)
-    return ok_a and ok_b and ok_c
-
-
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb, kb,
                    A, Bf, C, vA, vB, vC, streams, temperature, n_samples, n_burnin, step_a, step_b,
@@ -280,7 +242,7 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
     gb_buf = np.empty((nb, mj * R))
     gc_buf = np.empty((nb, mk * R))
     sum_buf = np.empty((nb, 3 * R))
-    noise_buf = np.empty((nb, (mi + mj + mk) * R))
+    noise_buf = np.empty((nb, max(mi, mj, mk) * R))
     bits_buf = np.empty((nb, max(mi, mj, mk) * R), dtype=np.int64)
     ll_blocks = np.zeros(nb)
     ok_blocks = np.ones(nb, dtype=np.bool_)
@@ -320,12 +282,14 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
             else:
                 ll = _block_dense(X, A, Bf, C, gA, gB, gC, work[:R], i0, i1, j0, j1, k0, k1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
-            ok_blocks[b] = _finish_block(
-                A, Bf, C, vA, vB, vC, gA, gB, gC, A_sum, B_sum, C_sum, noise_buf[b], bits_buf[b],
-                streams[1 + b],
-                i0, i1, j0, j1, k0, k1, keep, eps, lik_scale, mean_scale, lam_a, lam_b, lam_c,
-                mode, init_v, adapt_v, alpha, sigma,
-            )
+            noise, bits, state = noise_buf[b], bits_buf[b], streams[1 + b]
+            ok = _update_rows(A, vA, A_sum, gA.reshape(-1), noise, bits, state, i0, i1, keep, eps,
+                              lik_scale, mean_scale, lam_a, mode, init_v, adapt_v, alpha, sigma)
+            ok &= _update_rows(Bf, vB, B_sum, gB.reshape(-1), noise, bits, state, j0, j1, keep, eps,
+                               lik_scale, mean_scale, lam_b, mode, init_v, adapt_v, alpha, sigma)
+            ok &= _update_rows(C, vC, C_sum, gC.reshape(-1), noise, bits, state, k0, k1, keep, eps,
+                               lik_scale, mean_scale, lam_c, mode, init_v, adapt_v, alpha, sigma)
+            ok_blocks[b] = ok
         n_evals += n_s
         status = _end_iteration(ok_blocks, ll_blocks, scale, keep, it - n_burnin - 1, log_lik)
         if status != _OK:
