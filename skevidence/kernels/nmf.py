@@ -536,6 +536,23 @@ def _check_number(name, value, low, *, low_open=False, high=None):
     return float(value)
 
 
+def _check_chain_settings(temperature, n_samples, n_burnin, step_a, step_b, sampler, alpha, sigma):
+    """Validate the settings every chain wrapper takes; returns them as float / int."""
+    temperature = _check_number("temperature", temperature, 0.0)
+    for name, value in (("n_samples", n_samples), ("n_burnin", n_burnin)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
+    if not n_burnin < n_samples:
+        raise ValueError(f"n_burnin ({n_burnin}) must be less than n_samples ({n_samples}).")
+    step_a = _check_number("step_a", step_a, 0.0, low_open=True)
+    step_b = _check_number("step_b", step_b, 0.0)
+    if sampler not in _SAMPLERS:
+        raise ValueError(f"sampler must be one of {_SAMPLERS}, got {sampler!r}.")
+    alpha = _check_number("alpha", alpha, 0.0, high=1.0)
+    sigma = _check_number("sigma", sigma, 0.0, low_open=True)
+    return temperature, int(n_samples), int(n_burnin), step_a, step_b, alpha, sigma
+
+
 def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_b=STEP_DECAY,
                   sampler, alpha=PSGLD_ALPHA, sigma=PSGLD_SIGMA, freeze=True, lam_w, lam_h,
                   seed_seq):
@@ -601,22 +618,12 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
         raise ValueError("The rank R (columns of W) must be at least 1.")
     _check_factor("W", W, (I, R))
     _check_factor("H", H, (R, J))
-    temperature = _check_number("temperature", temperature, 0.0)
-    for name, value in (("n_samples", n_samples), ("n_burnin", n_burnin)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
-    if not n_burnin < n_samples:
-        raise ValueError(f"n_burnin ({n_burnin}) must be less than n_samples ({n_samples}).")
-    step_a = _check_number("step_a", step_a, 0.0, low_open=True)
-    step_b = _check_number("step_b", step_b, 0.0)
-    if sampler not in _SAMPLERS:
-        raise ValueError(f"sampler must be one of {_SAMPLERS}, got {sampler!r}.")
-    alpha = _check_number("alpha", alpha, 0.0, high=1.0)
-    sigma = _check_number("sigma", sigma, 0.0, low_open=True)
+    temperature, n_samples, n_burnin, step_a, step_b, alpha, sigma = _check_chain_settings(
+        temperature, n_samples, n_burnin, step_a, step_b, sampler, alpha, sigma
+    )
     lam_w = _check_number("lam_w", lam_w, 0.0, low_open=True)
     lam_h = _check_number("lam_h", lam_h, 0.0, low_open=True)
 
-    n_samples, n_burnin = int(n_samples), int(n_burnin)
     n_kept = n_samples - n_burnin
     Wk = np.array(W, dtype=np.float64, order="C", copy=True)
     Htk = np.array(H.T, dtype=np.float64, order="C", copy=True)  # the kernels hold H transposed

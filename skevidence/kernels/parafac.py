@@ -85,6 +85,7 @@ from .nmf import (
     _PSGLD,
     _SAMPLERS,
     _SGLD,
+    _check_chain_settings,
     _check_factor,
     _check_number,
     _end_iteration,
@@ -464,21 +465,11 @@ def run_parafac_chain(data, factors, *, temperature, n_samples, n_burnin, step_a
         raise ValueError("The rank R (columns of A) must be at least 1.")
     for name, F, n in zip("ABC", factors, data.shape):
         _check_factor(name, F, (n, R))
-    temperature = _check_number("temperature", temperature, 0.0)
-    for name, value in (("n_samples", n_samples), ("n_burnin", n_burnin)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
-    if not n_burnin < n_samples:
-        raise ValueError(f"n_burnin ({n_burnin}) must be less than n_samples ({n_samples}).")
-    step_a = _check_number("step_a", step_a, 0.0, low_open=True)
-    step_b = _check_number("step_b", step_b, 0.0)
-    if sampler not in _SAMPLERS:
-        raise ValueError(f"sampler must be one of {_SAMPLERS}, got {sampler!r}.")
-    alpha = _check_number("alpha", alpha, 0.0, high=1.0)
-    sigma = _check_number("sigma", sigma, 0.0, low_open=True)
+    temperature, n_samples, n_burnin, step_a, step_b, alpha, sigma = _check_chain_settings(
+        temperature, n_samples, n_burnin, step_a, step_b, sampler, alpha, sigma
+    )
     lam_a, lam_b, lam_c = _check_rates(prior_rates)
 
-    n_samples, n_burnin = int(n_samples), int(n_burnin)
     n_kept = n_samples - n_burnin
     work = [np.array(F, dtype=np.float64, order="C", copy=True) for F in factors]
     precond = [np.zeros_like(F) for F in work]
