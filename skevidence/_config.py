@@ -15,6 +15,8 @@ __all__ = [
     "LADDER_ATOL",
     "LOG_SGLD_STEP",
     "LOG_SGLD_MAX_DRIFT",
+    "LANGEVIN_MAX_DRIFT",
+    "MAX_CAPPED_FRACTION",
     "PARALLEL_MIN_PART",
     "REWEIGHT_MIN_ESS",
 ]
@@ -56,6 +58,22 @@ LOG_SGLD_STEP = 0.01
 #: where the data-given preconditioner underestimates the curvature), which
 #: would otherwise overflow exp.
 LOG_SGLD_MAX_DRIFT = 1.0
+
+#: Largest drift of one SGLD or pSGLD step of the factorisation kernels, in
+#: standard deviations of the step's own noise. The Poisson gradient
+#: ``x / V - 1`` diverges as an intensity ``V`` approaches 0 with ``x > 0``, and
+#: an Euler step taken from there (a mirrored entry landing near 0) can throw
+#: the entry orders of magnitude past the posterior, a burst the chain takes
+#: thousands of iterations to forget. Where the Euler step is accurate the
+#: drift is a small fraction of the noise (about sqrt(step / variance) of it):
+#: the cap binds only where the linearised step is already wrong, and vanishes
+#: in the small-step limit like the step's own bias.
+LANGEVIN_MAX_DRIFT = 3.0
+
+#: A factorisation chain whose drift cap cuts more than this fraction of its
+#: entry updates after burn-in raises SamplerDivergenceError: its steps are too
+#: long for the Euler scheme almost everywhere, not only near an intensity of 0.
+MAX_CAPPED_FRACTION = 0.01
 
 #: Fewest entries in a part for the NMF kernel to run its blocks in parallel;
 #: below it the per-iteration fork/join of the threads costs more than it saves.

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from skevidence._config import LOG_SGLD_MAX_DRIFT
+from skevidence._config import LANGEVIN_MAX_DRIFT, LOG_SGLD_MAX_DRIFT
 from skevidence.kernels import _rng
 from skevidence.kernels._rng import seed_streams
 from skevidence.samplers import StepSizeSchedule
@@ -80,10 +80,13 @@ class PyXoshiro:
 
 def _update(theta, v, g_lik, xi, *, eps, lik_scale, mean_scale, lam, psgld, init_v, adapt_v,
             alpha, sigma):
+    """One update of a block of entries; returns the new entries and how many drifts were capped."""
     g = lik_scale * g_lik - lam
     if psgld == "log":  # SGLD on log(theta), fixed preconditioner v
-        drift = np.clip(eps * v * (theta * g + 1.0), -LOG_SGLD_MAX_DRIFT, LOG_SGLD_MAX_DRIFT)
-        return theta * np.exp(drift + np.sqrt(2.0 * eps * v) * xi)
+        drift = eps * v * (theta * g + 1.0)
+        n_capped = int(np.sum(np.abs(drift) > LOG_SGLD_MAX_DRIFT))
+        drift = np.clip(drift, -LOG_SGLD_MAX_DRIFT, LOG_SGLD_MAX_DRIFT)
+        return theta * np.exp(drift + np.sqrt(2.0 * eps * v) * xi), n_capped
     if psgld:
         gb = mean_scale * g_lik
         if init_v:
@@ -91,19 +94,25 @@ def _update(theta, v, g_lik, xi, *, eps, lik_scale, mean_scale, lam, psgld, init
         elif adapt_v:
             v[...] = alpha * v + (1.0 - alpha) * (gb * gb)
         G = 1.0 / (sigma + np.sqrt(v))
-        new = theta + eps * G * g + np.sqrt(2.0 * eps * G) * xi
+        sd = np.sqrt(2.0 * eps * G)
+        drift = eps * G * g
     else:
-        new = theta + eps * g + np.sqrt(2.0 * eps) * xi
-    return np.abs(new)
+        sd = np.sqrt(2.0 * eps)
+        drift = eps * g
+    cap = LANGEVIN_MAX_DRIFT * sd
+    n_capped = int(np.sum(np.abs(drift) > cap))
+    return np.abs(theta + np.clip(drift, -cap, cap) + sd * xi), n_capped
 
 
 def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b, sampler,
-                    alpha, sigma, freeze, lam_w, lam_h, row_bounds, col_bounds, seed_seq):
+                    alpha, sigma, freeze, lam_w, lam_h, row_bounds, col_bounds, seed_seq,
+                    max_capped_fraction=None):
     """The block-parallel chain of ``run_nmf_chain``, one block at a time, on dense ``X``.
 
     Returns a dict with ``log_likelihood``, ``W_mean``, ``H_mean`` (over the
     pre-update states of the kept iterations), the final ``W`` and ``H``,
-    ``step_size`` and ``n_likelihood_evaluations``.
+    ``step_size``, ``n_likelihood_evaluations`` and ``capped_fraction``.
+    The twin never raises: ``max_capped_fraction`` is accepted and ignored.
     """
     X = np.asarray(X, dtype=float)
     W = np.array(W, dtype=float)
@@ -125,7 +134,7 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
         vH[...] = (1.0 / (1.0 + temperature * X.sum(axis=0)))[None, :]
     W_sum, H_sum = np.zeros_like(W), np.zeros_like(H)
     kept = []
-    n_evals = 0
+    n_evals = n_capped = 0
     for k in range(1, n_samples + 1):
         p = master.uniform_index(B)
         blocks = [(b, (b + p) % B) for b in range(B)]
@@ -153,9 +162,11 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
             # H's noise comes column by column (the kernel holds H transposed)
             xi_h = streams[b].standard_normals(Hb.size).reshape(Hb.T.shape).T
             vWb, vHb = vW[rs].copy(), vH[:, cs].copy()
-            W[rs] = _update(Wb, vWb, gW, xi_w, lam=lam_w, **settings)
-            H[:, cs] = _update(Hb, vHb, gH, xi_h, lam=lam_h, **settings)
+            W[rs], capped_w = _update(Wb, vWb, gW, xi_w, lam=lam_w, **settings)
+            H[:, cs], capped_h = _update(Hb, vHb, gH, xi_h, lam=lam_h, **settings)
             vW[rs], vH[:, cs] = vWb, vHb
+            if keep:
+                n_capped += capped_w + capped_h
         n_evals += n_s
         if keep:
             kept.append(scale * sum(ll_blocks))
@@ -168,6 +179,7 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
         "H": H,
         "step_size": schedule(n_samples),
         "n_likelihood_evaluations": n_evals,
+        "capped_fraction": n_capped / (n_kept * (W.size + H.size)),
     }
 
 

@@ -34,12 +34,13 @@ def _block_terms(x, Ab, Bb, Cb):
 
 
 def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a, step_b, sampler,
-                        alpha, sigma, freeze, prior_rates, bounds, seed_seq):
+                        alpha, sigma, freeze, prior_rates, bounds, seed_seq, max_capped_fraction=None):
     """The block-parallel chain of ``run_parafac_chain``, one block at a time, on dense ``X``.
 
     Returns a dict with ``log_likelihood``, ``means`` (over the pre-update
-    states of the kept iterations), the final ``factors``, ``step_size`` and
-    ``n_likelihood_evaluations``.
+    states of the kept iterations), the final ``factors``, ``step_size``,
+    ``n_likelihood_evaluations`` and ``capped_fraction``. The twin never
+    raises: ``max_capped_fraction`` is accepted and ignored.
     """
     X = np.asarray(X, dtype=float)
     F = [np.array(f, dtype=float) for f in factors]
@@ -56,7 +57,7 @@ def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a,
         for vm, s in zip(v, sums):
             vm[...] = (1.0 / (1.0 + temperature * s))[:, None]
     totals = [np.zeros_like(f) for f in F]
-    kept, n_evals = [], 0
+    kept, n_evals, n_capped = [], 0, 0
     for it in range(1, n_samples + 1):
         p, q = divmod(master.uniform_index(nb * nb), nb)
         blocks = [(gi[b], gj[(b + p) % nb], gk[(b + q) % nb]) for b in range(nb)]
@@ -79,9 +80,11 @@ def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a,
             noise = [streams[b].standard_normals(c.size).reshape(c.shape) for c in cur]
             for m in range(3):
                 vb = v[m][sl[m]].copy()
-                F[m][sl[m]] = _update(cur[m], vb, grads[m], noise[m], lam=prior_rates[m],
-                                      **settings)
+                F[m][sl[m]], capped = _update(cur[m], vb, grads[m], noise[m], lam=prior_rates[m],
+                                              **settings)
                 v[m][sl[m]] = vb
+                if keep:
+                    n_capped += capped
         n_evals += n_s
         if keep:
             kept.append(scale * sum(ll_blocks))
@@ -92,6 +95,7 @@ def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a,
         "factors": F,
         "step_size": schedule(n_samples),
         "n_likelihood_evaluations": n_evals,
+        "capped_fraction": n_capped / (n_kept * sum(f.size for f in F)),
     }
 
 

@@ -9,6 +9,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy import special, stats
 from scipy.special import gammaln
 
+from skevidence._config import MAX_CAPPED_FRACTION
 from skevidence.exceptions import SamplerDivergenceError
 from skevidence.kernels import (
     NMFData,
@@ -38,7 +39,8 @@ def _problem(I, J, R, seed):
 
 def _settings(sampler="psgld", freeze=True, step_a=1e-6, **kw):
     out = dict(temperature=1.0, n_samples=20, n_burnin=5, step_a=step_a, step_b=0.51,
-               sampler=sampler, alpha=0.99, sigma=1e-5, freeze=freeze, lam_w=1.0, lam_h=1.5)
+               sampler=sampler, alpha=0.99, sigma=1e-5, freeze=freeze, lam_w=1.0, lam_h=1.5,
+               max_capped_fraction=1.0)
     out.update(kw)
     return out
 
@@ -151,6 +153,7 @@ def test_kernel_matches_twin(shape, sampler, freeze, step_a, temperature, sparse
         assert_allclose(got, twin[key], rtol=1e-10, atol=1e-10, err_msg=key)
     assert result.step_size == twin["step_size"]
     assert result.n_likelihood_evaluations == twin["n_likelihood_evaluations"]
+    assert result.capped_fraction == twin["capped_fraction"]
     assert np.abs(W_end - W).max() > 0.05  # the chain did move
 
 
@@ -201,18 +204,48 @@ def test_same_seed_same_chain_other_seed_other_chain():
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_divergence_raises_and_leaves_the_state_alone(sparse):
+def test_overlong_steps_raise_and_leave_the_state_alone(sparse):
+    # The drift cap keeps even a step of 1e12 finite, so the chain cannot overflow: that the
+    # cap cuts nearly every update is what marks it as diverged.
     X, W, H = _problem(10, 8, 2, seed=1)
     data = NMFData.from_array(sp.csr_array(X) if sparse else X, 2)
     W0, H0 = W.copy(), H.copy()
-    with pytest.raises(SamplerDivergenceError, match="step_size") as info:
+    with pytest.raises(SamplerDivergenceError, match="too long") as info:
         run_nmf_chain(data, W, H, seed_seq=np.random.SeedSequence(0),
-                      **_settings("sgld", step_a=1e12, step_b=0.0, n_samples=500))
+                      **_settings("sgld", step_a=1e12, step_b=0.0, n_samples=500,
+                                  max_capped_fraction=MAX_CAPPED_FRACTION))
     err = info.value
-    assert err.temperature == 1.0 and err.step_size == 1e12 and 1 <= err.iteration <= 500
-    assert "t=1" in str(err) and f"iteration {err.iteration}" in str(err)
+    assert err.temperature == 1.0 and err.step_size == 1e12 and err.iteration == 500
+    assert "t=1" in str(err) and "iteration 500" in str(err) and "step_size" in str(err)
     assert_array_equal(W, W0)
     assert_array_equal(H, H0)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_non_finite_gradient_raises(sparse):
+    # A zero row of W under counts makes x / V infinite: the cap must not hide it.
+    X, W, H = _problem(10, 8, 2, seed=1)
+    X[0] += 1.0
+    W[0] = 0.0
+    data = NMFData.from_array(sp.csr_array(X) if sparse else X, 2)
+    with pytest.raises(SamplerDivergenceError, match="non-finite gradient or state") as info:
+        run_nmf_chain(data, W, H, seed_seq=np.random.SeedSequence(0), **_settings(n_burnin=0))
+    assert info.value.iteration == 1
+
+
+def test_capped_fraction_threshold():
+    X, W, H = _problem(10, 8, 2, seed=1)
+    data = NMFData.from_array(X, 2)
+
+    def run(limit):
+        return run_nmf_chain(data, W.copy(), H.copy(), seed_seq=np.random.SeedSequence(3),
+                             **_settings(step_a=3e-4, step_b=0.0, n_samples=60, max_capped_fraction=limit))
+
+    fraction = run(1.0).capped_fraction
+    assert 0.0 < fraction < 1.0
+    assert run(fraction).capped_fraction == fraction  # at the limit: no error
+    with pytest.raises(SamplerDivergenceError, match="too long"):
+        run(0.999 * fraction)
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])

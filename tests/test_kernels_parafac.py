@@ -8,6 +8,7 @@ from naive_parafac import naive_parafac_chain, naive_prior_scores
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import gammaln
 
+from skevidence._config import MAX_CAPPED_FRACTION
 from skevidence.exceptions import SamplerDivergenceError
 from skevidence.kernels import _rng
 from skevidence.kernels.parafac import (
@@ -42,7 +43,8 @@ def _problem(I, J, K, R, seed, density=1.0):
 
 def _settings(sampler="psgld", freeze=True, step_a=1e-7, **kw):
     out = dict(temperature=1.0, n_samples=20, n_burnin=5, step_a=step_a, step_b=0.51,
-               sampler=sampler, alpha=0.99, sigma=1e-5, freeze=freeze, prior_rates=(1.0, 1.5, 0.7))
+               sampler=sampler, alpha=0.99, sigma=1e-5, freeze=freeze, prior_rates=(1.0, 1.5, 0.7),
+               max_capped_fraction=1.0)
     out.update(kw)
     return out
 
@@ -87,6 +89,7 @@ def test_kernel_matches_twin(shape, sampler, freeze, step_a, temperature, sparse
                         err_msg=f"mean {m}")
     assert result.step_size == twin["step_size"]
     assert result.n_likelihood_evaluations == twin["n_likelihood_evaluations"]
+    assert result.capped_fraction == twin["capped_fraction"]
     assert max(np.abs(e - f).max() for e, f in zip(ends, factors)) > 0.05  # the chain did move
 
 
@@ -175,17 +178,33 @@ def test_part_estimates_are_unbiased_for_uneven_groups(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_divergence_raises_and_leaves_the_state_alone(sparse):
+def test_overlong_steps_raise_and_leave_the_state_alone(sparse):
+    # The drift cap keeps even a step of 1e12 finite: that it cuts nearly every update is
+    # what marks the chain as diverged.
     X, factors = _problem(6, 5, 4, 2, seed=1)
     data = PARAFACData.from_array(_coo(X) if sparse else X, 2)
     before = [f.copy() for f in factors]
-    with pytest.raises(SamplerDivergenceError, match="step_size") as info:
+    with pytest.raises(SamplerDivergenceError, match="too long") as info:
         run_parafac_chain(data, factors, seed_seq=np.random.SeedSequence(0),
-                          **_settings("sgld", step_a=1e12, step_b=0.0, n_samples=500))
+                          **_settings("sgld", step_a=1e12, step_b=0.0, n_samples=500,
+                                      max_capped_fraction=MAX_CAPPED_FRACTION))
     err = info.value
-    assert err.temperature == 1.0 and err.step_size == 1e12 and 1 <= err.iteration <= 500
+    assert err.temperature == 1.0 and err.step_size == 1e12 and err.iteration == 500
+    assert "step_size" in str(err)
     for f, g in zip(factors, before):
         assert_array_equal(f, g)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_non_finite_gradient_raises(sparse):
+    # A zero row of A under counts makes x / V infinite: the cap must not hide it.
+    X, factors = _problem(6, 5, 4, 2, seed=1)
+    X[0] += 1.0
+    factors[0][0] = 0.0
+    data = PARAFACData.from_array(_coo(X) if sparse else X, 2)
+    with pytest.raises(SamplerDivergenceError, match="non-finite gradient or state") as info:
+        run_parafac_chain(data, factors, seed_seq=np.random.SeedSequence(0), **_settings(n_burnin=0))
+    assert info.value.iteration == 1
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])

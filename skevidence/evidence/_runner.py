@@ -32,6 +32,8 @@ class ChainTrace(NamedTuple):
     prior_draws: np.ndarray | None = None
     #: Mean of the kept states (in the runner's layout), or ``None``.
     state_mean: object = None
+    #: Fraction of the kept entry updates whose drift a fused kernel capped (0 elsewhere).
+    capped_fraction: float = 0.0
 
 
 class Minibatches:

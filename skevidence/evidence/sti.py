@@ -214,7 +214,11 @@ def sti_log_evidence(
     -------
     result : EvidenceResult
         ``log_evidence ± std_error``, the ladder, the expected log-likelihood
-        at each temperature with its standard error, and diagnostics.
+        at each temperature with its standard error, and diagnostics per
+        temperature (``"step_size"``, ``"autocorr_time"``,
+        ``"effective_sample_size"``, ``"reweighted_prior"``, and
+        ``"capped_fraction"``: the fraction of the kept updates whose drift the
+        factorisation kernels capped, 0 for other models).
 
     Notes
     -----
@@ -278,6 +282,7 @@ def sti_log_evidence(
     variances = np.empty(ts.size)
     taus = np.empty(ts.size)
     step_sizes = np.empty(ts.size)
+    capped = np.zeros(ts.size)
     n_evals = 0
     report = progress(ts.size, "STI", verbose)
     try:
@@ -295,6 +300,7 @@ def sti_log_evidence(
                 means[i] = trace.log_likelihood.mean()
                 variances[i], taus[i] = batch_means_variance(trace.log_likelihood)
                 step_sizes[i] = trace.step_size
+                capped[i] = trace.capped_fraction
                 n_evals += trace.n_likelihood_evaluations
                 if trace.prior_draws is not None:
                     prior = (trace.log_likelihood, trace.prior_draws)
@@ -323,6 +329,7 @@ def sti_log_evidence(
             "n_data": n_data,
             "step_size_schedule": (schedule.a, schedule.b),
             "step_size": step_sizes,
+            "capped_fraction": capped,
             "autocorr_time": taus,
             "effective_sample_size": n_kept / taus,
             "reweighted_prior": reweighted,

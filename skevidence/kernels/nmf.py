@@ -55,7 +55,16 @@ import scipy.sparse as sp
 import numba
 from numba import njit, prange
 
-from .._config import FASTMATH, LOG_SGLD_MAX_DRIFT, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
+from .._config import (
+    FASTMATH,
+    LANGEVIN_MAX_DRIFT,
+    LOG_SGLD_MAX_DRIFT,
+    MAX_CAPPED_FRACTION,
+    PARALLEL_MIN_PART,
+    PSGLD_ALPHA,
+    PSGLD_SIGMA,
+    STEP_DECAY,
+)
 from ..exceptions import SamplerDivergenceError
 from ._rng import fill_standard_normal, next_double, seed_streams, uniform_index
 from ._vmath import exp_inplace
@@ -122,10 +131,16 @@ def _langevin_update(theta, v, g_lik, noise, bits, eps, lik_scale, mean_scale, l
     ``mode`` is the update code (``_SGLD``, ``_PSGLD``, ``_LOGSGLD``).
     ``theta``, ``v``, ``g_lik`` and ``noise`` are flat, C-contiguous and of
     the same length; ``noise`` is overwritten; ``bits`` is an int64 work
-    array at least as long. SGLD and pSGLD mirror at zero; log-space SGLD
-    updates :math:`u = \log\theta` with the fixed preconditioner held in ``v``
-    (see :func:`run_nmf_chain`) and needs no mirroring. Returns ``False`` if
-    any new entry is not finite (or, in log space, has underflowed to 0).
+    array at least as long. SGLD and pSGLD cap each entry's drift at
+    ``LANGEVIN_MAX_DRIFT`` standard deviations of its noise (see
+    :mod:`skevidence._config`) and mirror at zero; log-space SGLD updates
+    :math:`u = \log\theta` with the fixed preconditioner held in ``v`` (see
+    :func:`run_nmf_chain`), caps its drift at ``LOG_SGLD_MAX_DRIFT`` and needs
+    no mirroring.
+
+    Returns ``(ok, n_capped)``: ``ok`` is ``False`` if a gradient or a new
+    entry is not finite (or, in log space, a new entry has underflowed to 0);
+    ``n_capped`` counts the entries whose drift the cap cut.
 
     Each rule is a branch-free loop over flat arrays so that LLVM vectorises
     it (the exponential through :func:`~skevidence.kernels._vmath.exp_inplace`):
@@ -133,13 +148,18 @@ def _langevin_update(theta, v, g_lik, noise, bits, eps, lik_scale, mean_scale, l
     """
     n = theta.shape[0]
     ok = True
+    n_capped = 0
+    # Below, (g - g) == 0 holds only for a finite g: the caps must not hide a NaN or inf gradient.
     if mode == _LOGSGLD:
         # Target of u = log(theta): p(e^u) e^u, so d/du = theta * g + 1.
         for i in range(n):
             G = v[i]
             w = theta[i]
             g = lik_scale * g_lik[i] - lam
-            drift = min(max(eps * G * (w * g + 1.0), -LOG_SGLD_MAX_DRIFT), LOG_SGLD_MAX_DRIFT)
+            raw = eps * G * (w * g + 1.0)
+            drift = min(max(raw, -LOG_SGLD_MAX_DRIFT), LOG_SGLD_MAX_DRIFT)
+            n_capped += abs(raw) > LOG_SGLD_MAX_DRIFT
+            ok &= (g - g) == 0.0
             noise[i] = drift + np.sqrt(2.0 * eps * G) * noise[i]
         exp_inplace(noise[:n], bits)
         for i in range(n):
@@ -147,7 +167,7 @@ def _langevin_update(theta, v, g_lik, noise, bits, eps, lik_scale, mean_scale, l
             # 0: log(theta) has diverged to -inf; NaN fails both tests
             ok &= (new > 0.0) & (new < np.inf)
             theta[i] = new
-        return ok
+        return ok, n_capped
     if mode == _PSGLD:
         if init_v:
             for i in range(n):
@@ -160,16 +180,24 @@ def _langevin_update(theta, v, g_lik, noise, bits, eps, lik_scale, mean_scale, l
         for i in range(n):
             precond = 1.0 / (sigma + np.sqrt(v[i]))
             g = lik_scale * g_lik[i] - lam
-            new = abs(theta[i] + eps * precond * g + np.sqrt(2.0 * eps * precond) * noise[i])
-            ok &= new < np.inf  # NaN fails too
+            sd = np.sqrt(2.0 * eps * precond)
+            cap = LANGEVIN_MAX_DRIFT * sd
+            raw = eps * precond * g
+            new = abs(theta[i] + min(max(raw, -cap), cap) + sd * noise[i])
+            n_capped += abs(raw) > cap
+            ok &= ((g - g) == 0.0) & (new < np.inf)
             theta[i] = new
-        return ok
-    sqrt_2eps = np.sqrt(2.0 * eps)
+        return ok, n_capped
+    sd = np.sqrt(2.0 * eps)
+    cap = LANGEVIN_MAX_DRIFT * sd
     for i in range(n):
-        new = abs(theta[i] + eps * (lik_scale * g_lik[i] - lam) + sqrt_2eps * noise[i])
-        ok &= new < np.inf
+        g = lik_scale * g_lik[i] - lam
+        raw = eps * g
+        new = abs(theta[i] + min(max(raw, -cap), cap) + sd * noise[i])
+        n_capped += abs(raw) > cap
+        ok &= ((g - g) == 0.0) & (new < np.inf)
         theta[i] = new
-    return ok
+    return ok, n_capped
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -185,9 +213,9 @@ def _update_rows(F, vF, F_sum, g, noise, bits, state, a0, a1, keep, eps, lik_sca
 
     On kept iterations the pre-update rows are added to ``F_sum``; then
     ``(a1 - a0) R`` normals are drawn from ``state`` into ``noise`` and the
-    rows take one :func:`_langevin_update` with the flat gradient ``g``. Both
-    the NMF (``W`` and ``H`` transposed) and the PARAFAC kernels hold every
-    factor this way. Returns ``False`` if an updated entry is not finite.
+    rows take one :func:`_langevin_update` with the flat gradient ``g``, whose
+    ``(ok, n_capped)`` it returns. Both the NMF (``W`` and ``H`` transposed)
+    and the PARAFAC kernels hold every factor this way.
     """
     R = F.shape[1]
     if keep:
@@ -277,12 +305,14 @@ def _block_sparse(rows, cols, vals, start, stop, W, Ht, gW, gHt, sW, sH, i0, i1,
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _end_iteration(ok_blocks, ll_blocks, scale, keep, slot, log_lik):
+def _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, slot, log_lik, capped_total):
     """Status after an iteration; on a kept one, record the part's scaled log-likelihood at ``slot``.
 
-    ``_NONFINITE_STATE`` if a block's update left a non-finite entry,
-    ``_NONFINITE_LOGLIK`` if the kept log-likelihood is not finite, else
-    ``_OK``. Blocks are summed in block order, whatever thread ran them.
+    ``_NONFINITE_STATE`` if a block's update met a non-finite gradient or left
+    a non-finite entry, ``_NONFINITE_LOGLIK`` if the kept log-likelihood is not
+    finite, else ``_OK``. On a kept iteration the blocks' capped drifts are
+    added to ``capped_total[0]``. Blocks are summed in block order, whatever
+    thread ran them.
     """
     for b in range(ok_blocks.shape[0]):
         if not ok_blocks[b]:
@@ -291,6 +321,7 @@ def _end_iteration(ok_blocks, ll_blocks, scale, keep, slot, log_lik):
         total = 0.0
         for b in range(ll_blocks.shape[0]):
             total += ll_blocks[b]
+            capped_total[0] += capped_blocks[b]
         total *= scale
         if not np.isfinite(total):
             return _NONFINITE_LOGLIK
@@ -302,7 +333,8 @@ def _end_iteration(ok_blocks, ll_blocks, scale, keep, slot, log_lik):
 def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, streams,
                      temperature, n_samples, n_burnin, step_a, step_b, mode, alpha, sigma,
                      freeze, lam_w, lam_h, log_lik, W_sum, Ht_sum):
-    """Whole chain on dense ``X``; returns ``(status, iteration, n_evaluations)``.
+    """Whole chain on dense ``X``; returns ``(status, iteration, n_evaluations, n_capped)``,
+    ``n_capped`` the drifts capped on kept iterations.
 
     ``Ht`` is ``H`` transposed (J, R), so that a column group of ``H`` is a
     contiguous run of memory, like a row group of ``W``.
@@ -319,6 +351,8 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, st
     bits_buf = np.empty((B, max(mi, mj) * R), dtype=np.int64)
     ll_blocks = np.zeros(B)
     ok_blocks = np.ones(B, dtype=np.bool_)
+    capped_blocks = np.zeros(B, dtype=np.int64)
+    capped_total = np.zeros(1, dtype=np.int64)
     part_sizes = _part_sizes(row_bounds, col_bounds)
     n_data = I * J
     n_evals = 0
@@ -345,16 +379,21 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, st
             ll = _block_dense(X, W, Ht, v_buf[b, : ni * nj].reshape((ni, nj)), gW.reshape((ni, R)),
                               gHt.reshape((nj, R)), i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[b * B + c]
-            ok = _update_rows(W, vW, W_sum, gW, noise_buf[b], bits_buf[b], streams[1 + b], i0, i1, keep,
-                              eps, lik_scale, mean_scale, lam_w, mode, init_v, adapt_v, alpha, sigma)
-            ok &= _update_rows(Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b], j0, j1,
-                               keep, eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v, alpha, sigma)
-            ok_blocks[b] = ok
+            noise, bits, state = noise_buf[b], bits_buf[b], streams[1 + b]
+            ok_w, capped_w = _update_rows(W, vW, W_sum, gW, noise, bits, state, i0, i1, keep, eps,
+                                          lik_scale, mean_scale, lam_w, mode, init_v, adapt_v,
+                                          alpha, sigma)
+            ok_h, capped_h = _update_rows(Ht, vHt, Ht_sum, gHt, noise, bits, state, j0, j1, keep,
+                                          eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v,
+                                          alpha, sigma)
+            ok_blocks[b] = ok_w & ok_h
+            capped_blocks[b] = capped_w + capped_h
         n_evals += n_s
-        status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
+        status = _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, k - n_burnin - 1,
+                                log_lik, capped_total)
         if status != _OK:
-            return status, k, n_evals
-    return _OK, n_samples, n_evals
+            return status, k, n_evals, capped_total[0]
+    return _OK, n_samples, n_evals, capped_total[0]
 
 
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
@@ -376,6 +415,8 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
     bits_buf = np.empty((B, max(mi, mj) * R), dtype=np.int64)
     ll_blocks = np.zeros(B)
     ok_blocks = np.ones(B, dtype=np.bool_)
+    capped_blocks = np.zeros(B, dtype=np.int64)
+    capped_total = np.zeros(1, dtype=np.int64)
     part_sizes = _part_sizes(row_bounds, col_bounds)
     n_data = I * J
     n_evals = 0
@@ -404,16 +445,21 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
                                gW.reshape((ni, R)), gHt.reshape((nj, R)), sw_buf[b], sh_buf[b],
                                i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
-            ok = _update_rows(W, vW, W_sum, gW, noise_buf[b], bits_buf[b], streams[1 + b], i0, i1, keep,
-                              eps, lik_scale, mean_scale, lam_w, mode, init_v, adapt_v, alpha, sigma)
-            ok &= _update_rows(Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b], j0, j1,
-                               keep, eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v, alpha, sigma)
-            ok_blocks[b] = ok
+            noise, bits, state = noise_buf[b], bits_buf[b], streams[1 + b]
+            ok_w, capped_w = _update_rows(W, vW, W_sum, gW, noise, bits, state, i0, i1, keep, eps,
+                                          lik_scale, mean_scale, lam_w, mode, init_v, adapt_v,
+                                          alpha, sigma)
+            ok_h, capped_h = _update_rows(Ht, vHt, Ht_sum, gHt, noise, bits, state, j0, j1, keep,
+                                          eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v,
+                                          alpha, sigma)
+            ok_blocks[b] = ok_w & ok_h
+            capped_blocks[b] = capped_w + capped_h
         n_evals += n_s
-        status = _end_iteration(ok_blocks, ll_blocks, scale, keep, k - n_burnin - 1, log_lik)
+        status = _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, k - n_burnin - 1,
+                                log_lik, capped_total)
         if status != _OK:
-            return status, k, n_evals
-    return _OK, n_samples, n_evals
+            return status, k, n_evals, capped_total[0]
+    return _OK, n_samples, n_evals, capped_total[0]
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -512,6 +558,9 @@ class NMFChainResult(NamedTuple):
     #: Entries of the drawn parts summed over all iterations (burn-in included);
     #: for sparse data too, although the kernel then touches only the non-zeros.
     n_likelihood_evaluations: int
+    #: Fraction of the entry updates after burn-in whose drift the cap cut
+    #: (``LANGEVIN_MAX_DRIFT``; 0 for exact draws).
+    capped_fraction: float = 0.0
 
 
 def _check_factor(name, A, shape):
@@ -553,9 +602,47 @@ def _check_chain_settings(temperature, n_samples, n_burnin, step_a, step_b, samp
     return temperature, int(n_samples), int(n_burnin), step_a, step_b, alpha, sigma
 
 
+def _check_chain_outcome(status, k, n_capped, n_params, *, sampler, temperature, n_samples,
+                         n_burnin, step_a, step_b, max_capped_fraction):
+    """Raise :class:`SamplerDivergenceError` for a failed chain; else return its capped fraction.
+
+    A chain fails when the kernel met a non-finite value (``status``, at
+    iteration ``k``) or when, after burn-in, the drift cap of its Langevin
+    steps cut more than ``max_capped_fraction`` of the ``n_params`` entry
+    updates per iteration: its steps are then too long for the Euler scheme
+    almost everywhere, and the chain is a capped random walk rather than a
+    sampler of the posterior.
+    """
+    if status != _OK:
+        eps = _step_size(k, n_burnin, step_a, step_b)
+        what = "gradient or state" if status == _NONFINITE_STATE else "log-likelihood"
+        raise SamplerDivergenceError(
+            f"The {sampler} chain at temperature t={temperature:.4g} diverged "
+            f"(non-finite {what}) at iteration {k}, with step size {eps:.3g}. "
+            f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
+            temperature=temperature,
+            iteration=int(k),
+            step_size=float(eps),
+        )
+    capped_fraction = n_capped / ((n_samples - n_burnin) * n_params)
+    if capped_fraction > max_capped_fraction:
+        eps = _step_size(n_samples, n_burnin, step_a, step_b)
+        raise SamplerDivergenceError(
+            f"The {sampler} chain at temperature t={temperature:.4g} diverged by iteration "
+            f"{n_samples}: after burn-in the drift of {100 * capped_fraction:.2g}% of its "
+            f"updates exceeded the cap of {LANGEVIN_MAX_DRIFT:g} noise standard deviations, "
+            f"with step size {eps:.3g}: its steps are too long to sample the posterior. Lower "
+            f"step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
+            temperature=temperature,
+            iteration=int(n_samples),
+            step_size=float(eps),
+        )
+    return float(capped_fraction)
+
+
 def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_b=STEP_DECAY,
                   sampler, alpha=PSGLD_ALPHA, sigma=PSGLD_SIGMA, freeze=True, lam_w, lam_h,
-                  seed_seq):
+                  seed_seq, max_capped_fraction=MAX_CAPPED_FRACTION):
     r"""Run one block-parallel SG-MCMC chain for Poisson NMF at one temperature.
 
     See the module docstring for the blocks, parts, random streams and what is
@@ -596,6 +683,10 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
         Rates of the exponential priors on ``W`` and ``H``.
     seed_seq : numpy.random.SeedSequence
         Seeds the ``B + 1`` random streams of this chain.
+    max_capped_fraction : float, default=MAX_CAPPED_FRACTION
+        Largest fraction of the entry updates after burn-in whose drift the
+        cap (``LANGEVIN_MAX_DRIFT`` noise standard deviations) may cut before
+        the chain counts as diverged; ``1.0`` never raises.
 
     Returns
     -------
@@ -604,7 +695,9 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
     Raises
     ------
     SamplerDivergenceError
-        If the state or a kept log-likelihood stops being finite.
+        If a gradient, the state or a kept log-likelihood stops being finite,
+        or if the drift cap cut more than ``max_capped_fraction`` of the
+        updates after burn-in (the steps are too long).
     """
     if not isinstance(data, NMFData):
         raise TypeError(
@@ -651,28 +744,22 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
     parallel = numba.get_num_threads() > 1 and I_ * J_ // data.n_blocks >= PARALLEL_MIN_PART
     if data.is_sparse:
         kernel = _nmf_chain_sparse if parallel else _nmf_chain_sparse_serial
-        status, k, n_evals = kernel(
+        status, k, n_evals, n_capped = kernel(
             data.rows, data.cols, data.vals, data.block_ptr, data.block_lgamma,
             np.array(data.shape, dtype=np.int64), data.row_bounds, data.col_bounds,
             Wk, Htk, vW, vHt, streams, *settings,
         )
     else:
         kernel = _nmf_chain_dense if parallel else _nmf_chain_dense_serial
-        status, k, n_evals = kernel(
+        status, k, n_evals, n_capped = kernel(
             data.X, data.block_lgamma, data.row_bounds, data.col_bounds,
             Wk, Htk, vW, vHt, streams, *settings,
         )
-    if status != _OK:
-        eps = _step_size(k, n_burnin, step_a, step_b)
-        what = "state" if status == _NONFINITE_STATE else "log-likelihood"
-        raise SamplerDivergenceError(
-            f"The {sampler} chain at temperature t={temperature:.4g} diverged "
-            f"(non-finite {what}) at iteration {k}, with step size {eps:.3g}. "
-            f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
-            temperature=temperature,
-            iteration=int(k),
-            step_size=float(eps),
-        )
+    capped_fraction = _check_chain_outcome(
+        status, k, n_capped, Wk.size + Htk.size, sampler=sampler, temperature=temperature,
+        n_samples=n_samples, n_burnin=n_burnin, step_a=step_a, step_b=step_b,
+        max_capped_fraction=max_capped_fraction,
+    )
     W[...] = Wk
     H[...] = Htk.T
     return NMFChainResult(
@@ -681,6 +768,7 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
         H_mean=np.ascontiguousarray(Ht_sum.T) / n_kept,
         step_size=float(_step_size(n_samples, n_burnin, step_a, step_b)),
         n_likelihood_evaluations=int(n_evals),
+        capped_fraction=capped_fraction,
     )
 
 
@@ -758,7 +846,7 @@ def compile_nmf_kernels():
                 H = np.ones((1, 4))
                 run_nmf_chain(data, W, H, temperature=1.0, n_samples=2, n_burnin=1, step_a=1e-3,
                               step_b=0.0, sampler="psgld", lam_w=1.0, lam_h=1.0,
-                              seed_seq=np.random.SeedSequence(0))
+                              seed_seq=np.random.SeedSequence(0), max_capped_fraction=1.0)
                 score_nmf_prior(data, 1, 2, lam_w=1.0, lam_h=1.0, seed_seq=np.random.SeedSequence(0))
     finally:
         numba.set_num_threads(previous)

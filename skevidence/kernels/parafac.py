@@ -74,17 +74,23 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from .._config import FASTMATH, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
-from ..exceptions import SamplerDivergenceError
+from .._config import (
+    FASTMATH,
+    MAX_CAPPED_FRACTION,
+    PARALLEL_MIN_PART,
+    PSGLD_ALPHA,
+    PSGLD_SIGMA,
+    STEP_DECAY,
+)
 from ._rng import seed_streams, uniform_index
 # The status codes and sampler codes are the NMF kernel's: the update rule is shared.
 from .nmf import (
     _LOGSGLD,
-    _NONFINITE_STATE,
     _OK,
     _PSGLD,
     _SAMPLERS,
     _SGLD,
+    _check_chain_outcome,
     _check_chain_settings,
     _check_factor,
     _check_number,
@@ -233,7 +239,8 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
                    A, Bf, C, vA, vB, vC, streams, temperature, n_samples, n_burnin, step_a, step_b,
                    mode, alpha, sigma, freeze, lam_a, lam_b, lam_c, log_lik, A_sum, B_sum, C_sum):
     """Whole chain, dense (``X``) or sparse (``ii, jj, kk, vals, block_ptr``); returns
-    ``(status, iteration, n_evaluations)``."""
+    ``(status, iteration, n_evaluations, n_capped)``, ``n_capped`` the drifts capped on kept
+    iterations."""
     R = A.shape[1]
     nb = ib.shape[0] - 1
     mi = _max_size(ib)
@@ -247,6 +254,8 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
     bits_buf = np.empty((nb, max(mi, mj, mk) * R), dtype=np.int64)
     ll_blocks = np.zeros(nb)
     ok_blocks = np.ones(nb, dtype=np.bool_)
+    capped_blocks = np.zeros(nb, dtype=np.int64)
+    capped_total = np.zeros(1, dtype=np.int64)
     part_sizes = _part_sizes(ib, jb, kb)
     n_parts = float(nb * nb)
     n_evals = 0
@@ -284,18 +293,23 @@ def _parafac_chain(X, ii, jj, kk, vals, block_ptr, sparse, block_lgamma, ib, jb,
                 ll = _block_dense(X, A, Bf, C, gA, gB, gC, work[:R], i0, i1, j0, j1, k0, k1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
             noise, bits, state = noise_buf[b], bits_buf[b], streams[1 + b]
-            ok = _update_rows(A, vA, A_sum, gA.reshape(-1), noise, bits, state, i0, i1, keep, eps,
-                              lik_scale, mean_scale, lam_a, mode, init_v, adapt_v, alpha, sigma)
-            ok &= _update_rows(Bf, vB, B_sum, gB.reshape(-1), noise, bits, state, j0, j1, keep, eps,
-                               lik_scale, mean_scale, lam_b, mode, init_v, adapt_v, alpha, sigma)
-            ok &= _update_rows(C, vC, C_sum, gC.reshape(-1), noise, bits, state, k0, k1, keep, eps,
-                               lik_scale, mean_scale, lam_c, mode, init_v, adapt_v, alpha, sigma)
-            ok_blocks[b] = ok
+            ok_a, capped_a = _update_rows(A, vA, A_sum, gA.reshape(-1), noise, bits, state, i0, i1,
+                                          keep, eps, lik_scale, mean_scale, lam_a, mode, init_v,
+                                          adapt_v, alpha, sigma)
+            ok_b, capped_b = _update_rows(Bf, vB, B_sum, gB.reshape(-1), noise, bits, state, j0, j1,
+                                          keep, eps, lik_scale, mean_scale, lam_b, mode, init_v,
+                                          adapt_v, alpha, sigma)
+            ok_c, capped_c = _update_rows(C, vC, C_sum, gC.reshape(-1), noise, bits, state, k0, k1,
+                                          keep, eps, lik_scale, mean_scale, lam_c, mode, init_v,
+                                          adapt_v, alpha, sigma)
+            ok_blocks[b] = ok_a & ok_b & ok_c
+            capped_blocks[b] = capped_a + capped_b + capped_c
         n_evals += n_s
-        status = _end_iteration(ok_blocks, ll_blocks, scale, keep, it - n_burnin - 1, log_lik)
+        status = _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, it - n_burnin - 1,
+                                log_lik, capped_total)
         if status != _OK:
-            return status, it, n_evals
-    return _OK, n_samples, n_evals
+            return status, it, n_evals, capped_total[0]
+    return _OK, n_samples, n_evals, capped_total[0]
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -369,6 +383,9 @@ class PARAFACChainResult(NamedTuple):
     #: Entries of the drawn parts summed over all iterations (burn-in included);
     #: for sparse data too, although the kernel then touches only the non-zeros.
     n_likelihood_evaluations: int
+    #: Fraction of the entry updates after burn-in whose drift the cap cut
+    #: (``LANGEVIN_MAX_DRIFT``; 0 for exact prior draws).
+    capped_fraction: float = 0.0
 
 
 def _data_arrays(data):
@@ -402,7 +419,7 @@ def _check_rates(prior_rates):
 
 def run_parafac_chain(data, factors, *, temperature, n_samples, n_burnin, step_a, step_b=STEP_DECAY,
                       sampler, alpha=PSGLD_ALPHA, sigma=PSGLD_SIGMA, freeze=True, prior_rates,
-                      seed_seq):
+                      seed_seq, max_capped_fraction=MAX_CAPPED_FRACTION):
     r"""Run one block-parallel SG-MCMC chain for Poisson PARAFAC at one temperature.
 
     See the module docstring for the blocks, the parts (drawn at random),
@@ -443,6 +460,10 @@ def run_parafac_chain(data, factors, *, temperature, n_samples, n_burnin, step_a
         Rates :math:`\lambda_a, \lambda_b, \lambda_c` of the exponential priors.
     seed_seq : numpy.random.SeedSequence
         Seeds the ``B + 1`` random streams of this chain.
+    max_capped_fraction : float, default=MAX_CAPPED_FRACTION
+        Largest fraction of the entry updates after burn-in whose drift the
+        cap (``LANGEVIN_MAX_DRIFT`` noise standard deviations) may cut before
+        the chain counts as diverged; ``1.0`` never raises.
 
     Returns
     -------
@@ -451,7 +472,9 @@ def run_parafac_chain(data, factors, *, temperature, n_samples, n_burnin, step_a
     Raises
     ------
     SamplerDivergenceError
-        If the state or a kept log-likelihood stops being finite.
+        If a gradient, the state or a kept log-likelihood stops being finite,
+        or if the drift cap cut more than ``max_capped_fraction`` of the
+        updates after burn-in (the steps are too long).
     """
     _check_data(data)
     factors = list(factors) if isinstance(factors, (list, tuple)) else None
@@ -489,21 +512,15 @@ def run_parafac_chain(data, factors, *, temperature, n_samples, n_burnin, step_a
     part_size = data.n_data // (data.n_blocks * data.n_blocks)
     parallel = numba.get_num_threads() > 1 and part_size >= PARALLEL_MIN_PART
     kernel = _parafac_chain if parallel else _parafac_chain_serial
-    status, k, n_evals = kernel(
+    status, k, n_evals, n_capped = kernel(
         *_data_arrays(data), *work, *precond, streams, temperature, n_samples, n_burnin,
         step_a, step_b, mode, alpha, sigma, bool(freeze), lam_a, lam_b, lam_c, log_lik, *sums,
     )
-    if status != _OK:
-        eps = _step_size(k, n_burnin, step_a, step_b)
-        what = "state" if status == _NONFINITE_STATE else "log-likelihood"
-        raise SamplerDivergenceError(
-            f"The {sampler} chain at temperature t={temperature:.4g} diverged "
-            f"(non-finite {what}) at iteration {k}, with step size {eps:.3g}. "
-            f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
-            temperature=temperature,
-            iteration=int(k),
-            step_size=float(eps),
-        )
+    capped_fraction = _check_chain_outcome(
+        status, k, n_capped, sum(F.size for F in work), sampler=sampler, temperature=temperature,
+        n_samples=n_samples, n_burnin=n_burnin, step_a=step_a, step_b=step_b,
+        max_capped_fraction=max_capped_fraction,
+    )
     for F, W in zip(factors, work):
         F[...] = W
     return PARAFACChainResult(
@@ -511,6 +528,7 @@ def run_parafac_chain(data, factors, *, temperature, n_samples, n_burnin, step_a
         factor_means=tuple(s / n_kept for s in sums),
         step_size=float(_step_size(n_samples, n_burnin, step_a, step_b)),
         n_likelihood_evaluations=int(n_evals),
+        capped_fraction=capped_fraction,
     )
 
 
@@ -583,6 +601,6 @@ def compile_parafac_kernels():
         factors = [np.ones((3, 1)) for _ in range(3)]
         run_parafac_chain(data, factors, temperature=1.0, n_samples=2, n_burnin=1, step_a=1e-3,
                           step_b=0.0, sampler="psgld", prior_rates=1.0,
-                          seed_seq=np.random.SeedSequence(0))
+                          seed_seq=np.random.SeedSequence(0), max_capped_fraction=1.0)
         score_parafac_prior(data, 1, 2, prior_rates=1.0, seed_seq=np.random.SeedSequence(0))
     return time.perf_counter() - start

@@ -63,7 +63,6 @@ class NMFChainRunner:
             lam_w=self.model.prior_rate_w, lam_h=self.model.prior_rate_h,
             seed_seq=np.random.SeedSequence(rng.integers(2**63)), **self._kernel_args(),
         )
-        trace = ChainTrace(
-            out.log_likelihood, out.n_likelihood_evaluations, out.step_size, None, (out.W_mean, out.H_mean)
-        )
+        trace = ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, out.step_size, None,
+                           (out.W_mean, out.H_mean), out.capped_fraction)
         return (W, H), trace

@@ -65,5 +65,5 @@ class PARAFACChainRunner:
             seed_seq=seed_seq, **self._kernel_args(),
         )
         trace = ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, out.step_size, None,
-                           out.factor_means)
+                           out.factor_means, out.capped_fraction)
         return tuple(factors), trace
