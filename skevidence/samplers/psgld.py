@@ -25,6 +25,13 @@ class PSGLD(Sampler):
     :math:`\bar g \odot \bar g`, so the first steps are not blown up by
     ``G = 1 / sigma``.
 
+    The Poisson NMF and PARAFAC kernels run this rule with each entry's drift
+    :math:`\epsilon G g` capped at ``LANGEVIN_MAX_DRIFT`` standard deviations
+    of its noise :math:`\sqrt{2\epsilon G}` (``skevidence._config``): their
+    gradient diverges as an intensity nears zero, and an uncapped Euler step
+    from there throws the entry far into the tail. This generic version, for
+    smooth models, has no cap.
+
     **Adapting and freezing.** With ``adapt="always"`` (the papers) ``v``
     keeps adapting while samples are kept. Because ``G`` then depends on the
     state, the chain's stationary law is not the target: without the

@@ -8,7 +8,13 @@ __all__ = ["SGLD"]
 
 
 class SGLD(Sampler):
-    r"""SGLD: :math:`\theta \leftarrow \theta + \epsilon g(\theta) + \mathcal{N}(0, 2\epsilon I)`."""
+    r"""SGLD: :math:`\theta \leftarrow \theta + \epsilon g(\theta) + \mathcal{N}(0, 2\epsilon I)`.
+
+    The Poisson NMF and PARAFAC kernels run the same rule with each entry's
+    drift capped at ``LANGEVIN_MAX_DRIFT`` standard deviations of its noise
+    (``skevidence._config``): their gradient diverges as an intensity
+    nears zero. This generic version, for smooth models, has no cap.
+    """
 
     name = "sgld"
 
