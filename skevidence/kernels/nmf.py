@@ -305,6 +305,20 @@ def _block_sparse(rows, cols, vals, start, stop, W, Ht, gW, gHt, sW, sH, i0, i1,
 
 
 @njit(cache=True, fastmath=FASTMATH)
+def _update_block(W, vW, W_sum, gW, Ht, vHt, Ht_sum, gHt, noise, bits, state, i0, i1, j0, j1, keep,
+                  eps, lik_scale, mean_scale, lam_w, lam_h, mode, init_v, adapt_v, alpha, sigma):
+    """One NMF block's step: rows ``i0:i1`` of ``W``, then rows ``j0:j1`` of ``Ht``, on one stream.
+
+    Returns ``(ok, n_capped)`` over both factors (see :func:`_update_rows`).
+    """
+    ok_w, capped_w = _update_rows(W, vW, W_sum, gW, noise, bits, state, i0, i1, keep, eps,
+                                  lik_scale, mean_scale, lam_w, mode, init_v, adapt_v, alpha, sigma)
+    ok_h, capped_h = _update_rows(Ht, vHt, Ht_sum, gHt, noise, bits, state, j0, j1, keep, eps,
+                                  lik_scale, mean_scale, lam_h, mode, init_v, adapt_v, alpha, sigma)
+    return ok_w & ok_h, capped_w + capped_h
+
+
+@njit(cache=True, fastmath=FASTMATH)
 def _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, slot, log_lik, capped_total):
     """Status after an iteration; on a kept one, record the part's scaled log-likelihood at ``slot``.
 
@@ -379,15 +393,11 @@ def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, st
             ll = _block_dense(X, W, Ht, v_buf[b, : ni * nj].reshape((ni, nj)), gW.reshape((ni, R)),
                               gHt.reshape((nj, R)), i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[b * B + c]
-            noise, bits, state = noise_buf[b], bits_buf[b], streams[1 + b]
-            ok_w, capped_w = _update_rows(W, vW, W_sum, gW, noise, bits, state, i0, i1, keep, eps,
-                                          lik_scale, mean_scale, lam_w, mode, init_v, adapt_v,
-                                          alpha, sigma)
-            ok_h, capped_h = _update_rows(Ht, vHt, Ht_sum, gHt, noise, bits, state, j0, j1, keep,
-                                          eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v,
-                                          alpha, sigma)
-            ok_blocks[b] = ok_w & ok_h
-            capped_blocks[b] = capped_w + capped_h
+            ok_blocks[b], capped_blocks[b] = _update_block(
+                W, vW, W_sum, gW, Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b],
+                i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h, mode, init_v,
+                adapt_v, alpha, sigma,
+            )
         n_evals += n_s
         status = _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, k - n_burnin - 1,
                                 log_lik, capped_total)
@@ -445,15 +455,11 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
                                gW.reshape((ni, R)), gHt.reshape((nj, R)), sw_buf[b], sh_buf[b],
                                i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
-            noise, bits, state = noise_buf[b], bits_buf[b], streams[1 + b]
-            ok_w, capped_w = _update_rows(W, vW, W_sum, gW, noise, bits, state, i0, i1, keep, eps,
-                                          lik_scale, mean_scale, lam_w, mode, init_v, adapt_v,
-                                          alpha, sigma)
-            ok_h, capped_h = _update_rows(Ht, vHt, Ht_sum, gHt, noise, bits, state, j0, j1, keep,
-                                          eps, lik_scale, mean_scale, lam_h, mode, init_v, adapt_v,
-                                          alpha, sigma)
-            ok_blocks[b] = ok_w & ok_h
-            capped_blocks[b] = capped_w + capped_h
+            ok_blocks[b], capped_blocks[b] = _update_block(
+                W, vW, W_sum, gW, Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b],
+                i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h, mode, init_v,
+                adapt_v, alpha, sigma,
+            )
         n_evals += n_s
         status = _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, k - n_burnin - 1,
                                 log_lik, capped_total)
@@ -613,31 +619,27 @@ def _check_chain_outcome(status, k, n_capped, n_params, *, sampler, temperature,
     almost everywhere, and the chain is a capped random walk rather than a
     sampler of the posterior.
     """
-    if status != _OK:
-        eps = _step_size(k, n_burnin, step_a, step_b)
-        what = "gradient or state" if status == _NONFINITE_STATE else "log-likelihood"
-        raise SamplerDivergenceError(
-            f"The {sampler} chain at temperature t={temperature:.4g} diverged "
-            f"(non-finite {what}) at iteration {k}, with step size {eps:.3g}. "
-            f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
-            temperature=temperature,
-            iteration=int(k),
-            step_size=float(eps),
-        )
     capped_fraction = n_capped / ((n_samples - n_burnin) * n_params)
-    if capped_fraction > max_capped_fraction:
-        eps = _step_size(n_samples, n_burnin, step_a, step_b)
-        raise SamplerDivergenceError(
-            f"The {sampler} chain at temperature t={temperature:.4g} diverged by iteration "
-            f"{n_samples}: after burn-in the drift of {100 * capped_fraction:.2g}% of its "
-            f"updates exceeded the cap of {LANGEVIN_MAX_DRIFT:g} noise standard deviations, "
-            f"with step size {eps:.3g}: its steps are too long to sample the posterior. Lower "
-            f"step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
-            temperature=temperature,
-            iteration=int(n_samples),
-            step_size=float(eps),
+    if status == _OK and capped_fraction <= max_capped_fraction:
+        return float(capped_fraction)
+    if status != _OK:
+        what = "gradient or state" if status == _NONFINITE_STATE else "log-likelihood"
+        failure = f"(non-finite {what}) at iteration {k}"
+    else:
+        k = n_samples
+        failure = (
+            f"by iteration {k}: after burn-in the drift of {100 * capped_fraction:.2g}% of its "
+            f"updates exceeded the cap of {LANGEVIN_MAX_DRIFT:g} noise standard deviations (its "
+            "steps are too long to sample the posterior)"
         )
-    return float(capped_fraction)
+    eps = _step_size(k, n_burnin, step_a, step_b)
+    raise SamplerDivergenceError(
+        f"The {sampler} chain at temperature t={temperature:.4g} diverged {failure}, with step "
+        f"size {eps:.3g}. Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
+        temperature=temperature,
+        iteration=int(k),
+        step_size=float(eps),
+    )
 
 
 def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_b=STEP_DECAY,
