@@ -304,7 +304,8 @@ def _block_sparse(rows, cols, vals, start, stop, W, Ht, gW, gHt, sW, sH, i0, i1,
     return ll
 
 
-@njit(cache=True, fastmath=FASTMATH)
+# Inlined into the chains: as a call it cost 2-3 % of a rank-10 iteration.
+@njit(cache=True, fastmath=FASTMATH, inline="always")
 def _update_block(W, vW, W_sum, gW, Ht, vHt, Ht_sum, gHt, noise, bits, state, i0, i1, j0, j1, keep,
                   eps, lik_scale, mean_scale, lam_w, lam_h, mode, init_v, adapt_v, alpha, sigma):
     """One NMF block's step: rows ``i0:i1`` of ``W``, then rows ``j0:j1`` of ``Ht``, on one stream.
