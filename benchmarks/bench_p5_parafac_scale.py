@@ -65,9 +65,9 @@ from _environment import blas_gflops, blas_threads, git_state
 
 import skevidence
 from skevidence import PARAFACRankSelector
+from skevidence.kernels._langevin import _LOGSGLD, _langevin_update
 from skevidence.kernels._rng import fill_standard_normal, seed_streams
-from skevidence.kernels.nmf import _langevin_update
-from skevidence.kernels.parafac import _LOGSGLD, PARAFACData, run_parafac_chain
+from skevidence.kernels.parafac import PARAFACData, run_parafac_chain
 
 # ---------------------------------------------------------------- protocol P5
 WALL_POST_SHAPE = (42390, 39986, 1506)

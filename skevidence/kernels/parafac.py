@@ -10,7 +10,8 @@ eq. 11,
     c_{kr} \sim \mathrm{Exp}(\lambda_c),
 
 with no Python per iteration. It is the three-mode counterpart of
-:mod:`skevidence.kernels.nmf` and shares its update rule and helpers.
+:mod:`skevidence.kernels.nmf`; both take their update rule and helpers from
+:mod:`skevidence.kernels._langevin`.
 
 **Blocks and parts** (seed 001 section III, seed 003 section III). Each mode
 is cut into ``B`` contiguous groups (``bounds``, from
@@ -83,13 +84,9 @@ from .._config import (
     STEP_DECAY,
 )
 from ._rng import seed_streams, uniform_index
-# The status codes and sampler codes are the NMF kernel's: the update rule is shared.
-from .nmf import (
-    _LOGSGLD,
+# The update rule, schedule, checks and status codes shared with the NMF kernel.
+from ._langevin import (
     _OK,
-    _PSGLD,
-    _SAMPLERS,
-    _SGLD,
     _check_chain_outcome,
     _check_chain_settings,
     _check_factor,
@@ -97,6 +94,7 @@ from .nmf import (
     _end_iteration,
     _exponential_fill,
     _max_size,
+    _sampler_mode,
     _serial_twin,
     _step_size,
     _update_rows,
@@ -499,14 +497,7 @@ def run_parafac_chain(data, factors, *, temperature, n_samples, n_burnin, step_a
     sums = [np.zeros_like(F) for F in work]
     streams = seed_streams(seed_seq, data.n_blocks + 1)
     log_lik = np.empty(n_kept)
-    mode = {"sgld": _SGLD, "psgld": _PSGLD, "logsgld": _LOGSGLD}[sampler]
-    if mode == _LOGSGLD:
-        if any(np.any(F == 0.0) for F in work):
-            raise ValueError("sampler='logsgld' needs strictly positive factors A, B and C.")
-        # Fixed preconditioner 1 / (1 + t x_i..) on log A[i, :] (and likewise for B, C): the
-        # inverse log-space curvature of the rank-1 conditional Gamma(1 + t x_i.., .).
-        for v, s in zip(precond, data.mode_sums):
-            v[...] = (1.0 / (1.0 + temperature * s))[:, None]
+    mode = _sampler_mode(sampler, work, precond, data.mode_sums, temperature, "factors A, B and C")
     # The parallel runtime forks and joins every iteration: worth it only for parts
     # with enough entries. Both kernels give bitwise the same numbers.
     part_size = data.n_data // (data.n_blocks * data.n_blocks)
