@@ -91,7 +91,7 @@ import skevidence.kernels.nmf as k
 t1 = time.perf_counter()
 seconds = k.compile_nmf_kernels()
 hits = misses = 0
-for name in ("_nmf_chain_dense", "_nmf_chain_sparse", "_nmf_chain_dense_serial", "_nmf_chain_sparse_serial"):
+for name in ("_nmf_chain", "_nmf_chain_serial"):
     stats = getattr(k, name).stats
     hits += sum(stats.cache_hits.values())
     misses += sum(stats.cache_misses.values())

@@ -40,12 +40,12 @@ means average the states :math:`\theta^{(k)}` of the kept :math:`\ell_k`
 (the states after iterations ``n_burnin .. n_samples - 1``); the final state,
 returned in ``W`` and ``H``, is not part of the means.
 
-**Dense and sparse data.** The dense kernel computes ``V`` of a block with one
-BLAS product. The sparse kernel needs only the block's non-zeros for the
-:math:`x \log V` and :math:`X/V` terms and gets :math:`\sum V` and its gradient
-from factor sums (section 4, exact), at :math:`O(\mathrm{nnz}\,R + (I+J)R)` per
-iteration. Entries with :math:`x = 0` contribute :math:`-V` only (so
-:math:`0 \log 0` is never formed) in both kernels.
+**Dense and sparse data.** One chain kernel serves both. On dense data a
+block's ``V`` comes from one BLAS product. On sparse data only the block's
+non-zeros enter the :math:`x \log V` and :math:`X/V` terms, and :math:`\sum V`
+and its gradient come from factor sums (section 4, exact), at
+:math:`O(\mathrm{nnz}\,R + (I+J)R)` per iteration. Entries with :math:`x = 0`
+contribute :math:`-V` only (so :math:`0 \log 0` is never formed) either way.
 """
 
 import time
@@ -195,79 +195,23 @@ def _update_block(W, vW, W_sum, gW, Ht, vHt, Ht_sum, gHt, noise, bits, state, i0
 
 
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
-def _nmf_chain_dense(X, block_lgamma, row_bounds, col_bounds, W, Ht, vW, vHt, streams,
-                     temperature, n_samples, n_burnin, step_a, step_b, mode, alpha, sigma,
-                     freeze, lam_w, lam_h, log_lik, W_sum, Ht_sum):
-    """Whole chain on dense ``X``; returns ``(status, iteration, n_evaluations, n_capped)``,
-    ``n_capped`` the drifts capped on kept iterations.
+def _nmf_chain(X, rows, cols, vals, block_ptr, sparse, block_lgamma, row_bounds, col_bounds,
+               W, Ht, vW, vHt, streams, temperature, n_samples, n_burnin, step_a, step_b, mode,
+               alpha, sigma, freeze, lam_w, lam_h, log_lik, W_sum, Ht_sum):
+    """Whole chain, dense (``X``) or sparse (``rows, cols, vals, block_ptr``); returns
+    ``(status, iteration, n_evaluations, n_capped)``, ``n_capped`` the drifts capped on kept
+    iterations.
 
     ``Ht`` is ``H`` transposed (J, R), so that a column group of ``H`` is a
     contiguous run of memory, like a row group of ``W``.
     """
-    I, J = X.shape
+    I = W.shape[0]
+    J = Ht.shape[0]
     R = W.shape[1]
     B = row_bounds.shape[0] - 1
     mi = _max_size(row_bounds)
     mj = _max_size(col_bounds)
-    v_buf = np.empty((B, mi * mj))
-    gw_buf = np.empty((B, mi * R))
-    gh_buf = np.empty((B, mj * R))
-    noise_buf = np.empty((B, max(mi, mj) * R))
-    bits_buf = np.empty((B, max(mi, mj) * R), dtype=np.int64)
-    ll_blocks = np.zeros(B)
-    ok_blocks = np.ones(B, dtype=np.bool_)
-    capped_blocks = np.zeros(B, dtype=np.int64)
-    capped_total = np.zeros(1, dtype=np.int64)
-    part_sizes = _part_sizes(row_bounds, col_bounds)
-    n_data = I * J
-    n_evals = 0
-    for k in range(1, n_samples + 1):
-        p = uniform_index(streams[0], B)
-        n_s = part_sizes[p]
-        scale = n_data / n_s
-        eps = _step_size(k, n_burnin, step_a, step_b)
-        keep = k > n_burnin
-        init_v = k == 1
-        adapt_v = not (freeze and keep)
-        lik_scale = temperature * scale
-        mean_scale = temperature / n_s
-        for b in prange(B):
-            c = (b + p) % B
-            i0 = row_bounds[b]
-            i1 = row_bounds[b + 1]
-            j0 = col_bounds[c]
-            j1 = col_bounds[c + 1]
-            ni = i1 - i0
-            nj = j1 - j0
-            gW = gw_buf[b, : ni * R]
-            gHt = gh_buf[b, : nj * R]
-            ll = _block_dense(X, W, Ht, v_buf[b, : ni * nj].reshape((ni, nj)), gW.reshape((ni, R)),
-                              gHt.reshape((nj, R)), i0, i1, j0, j1, keep)
-            ll_blocks[b] = ll - block_lgamma[b * B + c]
-            ok_blocks[b], capped_blocks[b] = _update_block(
-                W, vW, W_sum, gW, Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b],
-                i0, i1, j0, j1, keep, eps, lik_scale, mean_scale, lam_w, lam_h, mode, init_v,
-                adapt_v, alpha, sigma,
-            )
-        n_evals += n_s
-        status = _end_iteration(ok_blocks, capped_blocks, ll_blocks, scale, keep, k - n_burnin - 1,
-                                log_lik, capped_total)
-        if status != _OK:
-            return status, k, n_evals, capped_total[0]
-    return _OK, n_samples, n_evals, capped_total[0]
-
-
-@njit(cache=True, parallel=True, fastmath=FASTMATH)
-def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_bounds, col_bounds,
-                      W, Ht, vW, vHt, streams, temperature, n_samples, n_burnin, step_a, step_b,
-                      mode, alpha, sigma, freeze, lam_w, lam_h, log_lik, W_sum, Ht_sum):
-    """Whole chain on block-grouped sparse ``X``; see :func:`_nmf_chain_dense`."""
-    I = shape[0]
-    J = shape[1]
-    R = W.shape[1]
-    B = row_bounds.shape[0] - 1
-    mi = _max_size(row_bounds)
-    mj = _max_size(col_bounds)
+    v_buf = np.empty((B, 0 if sparse else mi * mj))  # the dense blocks' intensities
     gw_buf = np.empty((B, mi * R))
     gh_buf = np.empty((B, mj * R))
     sw_buf = np.empty((B, R))
@@ -302,9 +246,13 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
             gW = gw_buf[b, : ni * R]
             gHt = gh_buf[b, : nj * R]
             bid = b * B + c
-            ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, Ht,
-                               gW.reshape((ni, R)), gHt.reshape((nj, R)), sw_buf[b], sh_buf[b],
-                               i0, i1, j0, j1, keep)
+            if sparse:
+                ll = _block_sparse(rows, cols, vals, block_ptr[bid], block_ptr[bid + 1], W, Ht,
+                                   gW.reshape((ni, R)), gHt.reshape((nj, R)), sw_buf[b], sh_buf[b],
+                                   i0, i1, j0, j1, keep)
+            else:
+                ll = _block_dense(X, W, Ht, v_buf[b, : ni * nj].reshape((ni, nj)),
+                                  gW.reshape((ni, R)), gHt.reshape((nj, R)), i0, i1, j0, j1, keep)
             ll_blocks[b] = ll - block_lgamma[bid]
             ok_blocks[b], capped_blocks[b] = _update_block(
                 W, vW, W_sum, gW, Ht, vHt, Ht_sum, gHt, noise_buf[b], bits_buf[b], streams[1 + b],
@@ -320,8 +268,8 @@ def _nmf_chain_sparse(rows, cols, vals, block_ptr, block_lgamma, shape, row_boun
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _nmf_prior_scores(X, rows, cols, vals, block_ptr, block_lgamma, row_bounds, col_bounds,
-                      sparse, W, Ht, streams, lam_w, lam_h, log_lik, W_sum, Ht_sum):
+def _nmf_prior_scores(X, rows, cols, vals, block_ptr, sparse, block_lgamma, row_bounds, col_bounds,
+                      W, Ht, streams, lam_w, lam_h, log_lik, W_sum, Ht_sum):
     """Score exact prior draws of ``(W, H)``, each on one random part.
 
     Stream 1 draws ``W`` then ``H`` (row-major; ``H`` is held transposed in
@@ -366,8 +314,7 @@ def _nmf_prior_scores(X, rows, cols, vals, block_ptr, block_lgamma, row_bounds, 
     return n_evals
 
 
-_nmf_chain_dense_serial = _serial_twin(_nmf_chain_dense)
-_nmf_chain_sparse_serial = _serial_twin(_nmf_chain_sparse)
+_nmf_chain_serial = _serial_twin(_nmf_chain)
 
 
 # --------------------------------------------------------------------------
@@ -392,6 +339,18 @@ class NMFChainResult(NamedTuple):
     #: Fraction of the entry updates after burn-in whose drift the cap cut
     #: (``LANGEVIN_MAX_DRIFT``; 0 for exact draws).
     capped_fraction: float = 0.0
+
+
+def _data_arrays(data):
+    """The kernels' data arguments: ``X, rows, cols, vals, block_ptr, sparse, block_lgamma,
+    row_bounds, col_bounds`` (empty arrays stand for the form the data is not in)."""
+    empty_i = np.empty(0, dtype=np.int64)
+    if data.is_sparse:
+        X, rows, cols, vals, ptr = np.empty((0, 0)), data.rows, data.cols, data.vals, data.block_ptr
+    else:
+        X, rows, cols, vals, ptr = data.X, empty_i, empty_i, np.empty(0), empty_i
+    return (X, rows, cols, vals, ptr, data.is_sparse, data.block_lgamma, data.row_bounds,
+            data.col_bounds)
 
 
 def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_b=STEP_DECAY,
@@ -486,22 +445,10 @@ def run_nmf_chain(data, W, H, *, temperature, n_samples, n_burnin, step_a, step_
                 sigma, bool(freeze), lam_w, lam_h, log_lik, W_sum, Ht_sum)
     # The parallel runtime forks and joins every iteration: worth it only for
     # parts with enough entries (and fragile when other processes load the
-    # cores). Both kernels give bitwise the same numbers.
-    I_, J_ = data.shape
-    parallel = numba.get_num_threads() > 1 and I_ * J_ // data.n_blocks >= PARALLEL_MIN_PART
-    if data.is_sparse:
-        kernel = _nmf_chain_sparse if parallel else _nmf_chain_sparse_serial
-        status, k, n_evals, n_capped = kernel(
-            data.rows, data.cols, data.vals, data.block_ptr, data.block_lgamma,
-            np.array(data.shape, dtype=np.int64), data.row_bounds, data.col_bounds,
-            Wk, Htk, vW, vHt, streams, *settings,
-        )
-    else:
-        kernel = _nmf_chain_dense if parallel else _nmf_chain_dense_serial
-        status, k, n_evals, n_capped = kernel(
-            data.X, data.block_lgamma, data.row_bounds, data.col_bounds,
-            Wk, Htk, vW, vHt, streams, *settings,
-        )
+    # cores). The parallel kernel and its serial twin give bitwise the same numbers.
+    parallel = numba.get_num_threads() > 1 and I * J // data.n_blocks >= PARALLEL_MIN_PART
+    kernel = _nmf_chain if parallel else _nmf_chain_serial
+    status, k, n_evals, n_capped = kernel(*_data_arrays(data), Wk, Htk, vW, vHt, streams, *settings)
     capped_fraction = _check_chain_outcome(
         status, k, n_capped, Wk.size + Htk.size, sampler=sampler, temperature=temperature,
         n_samples=n_samples, n_burnin=n_burnin, step_a=step_a, step_b=step_b,
@@ -557,14 +504,8 @@ def score_nmf_prior(data, n_components, n_draws, *, lam_w, lam_h, seed_seq):
     Ht = np.empty((J, R))
     W_sum, Ht_sum = np.zeros_like(W), np.zeros_like(Ht)
     log_lik = np.empty(int(n_draws))
-    empty_i, empty_f = np.empty(0, dtype=np.int64), np.empty(0)
-    X = data.X if not data.is_sparse else np.empty((0, 0))
-    rows, cols, vals, ptr = (
-        (data.rows, data.cols, data.vals, data.block_ptr) if data.is_sparse else (empty_i, empty_i, empty_f, empty_i)
-    )
     n_evals = _nmf_prior_scores(
-        X, rows, cols, vals, ptr, data.block_lgamma, data.row_bounds, data.col_bounds, data.is_sparse,
-        W, Ht, seed_streams(seed_seq, 2), float(lam_w), float(lam_h), log_lik, W_sum, Ht_sum,
+        *_data_arrays(data), W, Ht, seed_streams(seed_seq, 2), float(lam_w), float(lam_h), log_lik, W_sum, Ht_sum,
     )
     if not np.all(np.isfinite(log_lik)):
         raise ValueError("The log-likelihood is not finite at some prior draws; check that X is valid.")
