@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from ..evidence._runner import ChainTrace
 from ..kernels.nmf import run_nmf_chain, score_nmf_prior
 from ..samplers import PSGLD, SGLD, LogSGLD
+from ._trace import ChainTrace
 
 __all__ = ["NMFChainRunner"]
 

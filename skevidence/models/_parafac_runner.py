@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from ..evidence._runner import ChainTrace
 from ..kernels.parafac import run_parafac_chain, score_parafac_prior
 from ..samplers import PSGLD, SGLD, LogSGLD
+from ._trace import ChainTrace
 
 __all__ = ["PARAFACChainRunner"]
 
