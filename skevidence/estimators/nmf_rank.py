@@ -1,15 +1,13 @@
 """Choose the rank of a Poisson NMF by the evidence."""
 
-from numbers import Integral, Real
-
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ._base import STI_DEFAULTS
+from ._factorisation import CHIB_DEFAULTS
+from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
-from ._rank_selector import RankSelectorMixin
-from .search import EvidenceGridSearch
 
 __all__ = ["BayesianNMFRankSelector"]
 
@@ -110,21 +108,10 @@ n_gibbs, n_gibbs_burnin, n_reduced
     2
     """
 
-    _parameter_constraints = {
-        "ranks": ["array-like"],
-        "prior_rate": [Interval(Real, 0, None, closed="neither")],
-        "method": [StrOptions({"sti", "chib"})],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "error_score": [StrOptions({"raise"}), Real],
-        "memory": EvidenceGridSearch._parameter_constraints["memory"],
-        **{k: v for k, v in PoissonNMF._parameter_constraints.items() if k in _NMF_PARAMS},
-    }
-
     _model_class = PoissonNMF
     _rank_param = "n_components"
     _passthrough = _NMF_PARAMS
+    _parameter_constraints = selector_constraints(PoissonNMF, _NMF_PARAMS)
 
     def __init__(
         self,
@@ -136,17 +123,17 @@ n_gibbs, n_gibbs_burnin, n_reduced
         verbose=0,
         *,
         n_blocks="auto",
-        sampler="logsgld",
+        sampler=SELECTOR_DEFAULTS["sampler"],
         prior_rate_h=None,
-        temperatures=20,
-        ladder="power",
-        n_samples=10000,
-        n_burnin=4000,
-        step_size="auto",
-        step_decay=0.51,
-        n_gibbs=9000,
-        n_gibbs_burnin=7000,
-        n_reduced=5000,
+        temperatures=STI_DEFAULTS["temperatures"],
+        ladder=STI_DEFAULTS["ladder"],
+        n_samples=SELECTOR_DEFAULTS["n_samples"],
+        n_burnin=SELECTOR_DEFAULTS["n_burnin"],
+        step_size=STI_DEFAULTS["step_size"],
+        step_decay=STI_DEFAULTS["step_decay"],
+        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
+        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
+        n_reduced=CHIB_DEFAULTS["n_reduced"],
         error_score=np.nan,
         memory=None,
     ):
@@ -190,12 +177,7 @@ n_gibbs, n_gibbs_burnin, n_reduced
         self : object
             Fitted selector.
         """
-        X = validate_data(
-            self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64, ensure_non_negative=True
-        )
-        self._search_ranks(X)
-        self.components_ = self.best_estimator_.components_
-        return self
+        return self._search_ranks(X)
 
     def transform(self, X):
         """Activations of ``X`` under the best model (see :meth:`PoissonNMF.transform`).

@@ -1,14 +1,12 @@
 """Choose the rank of a Poisson PARAFAC by the evidence."""
 
-from numbers import Integral, Real
-
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import StrOptions
 
-from ._rank_selector import RankSelectorMixin
-from .search import EvidenceGridSearch
-from .poisson_parafac import PoissonPARAFAC, validate_count_tensor
+from ._base import STI_DEFAULTS
+from ._factorisation import CHIB_DEFAULTS
+from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
+from .poisson_parafac import PoissonPARAFAC
 
 __all__ = ["PARAFACRankSelector"]
 
@@ -113,19 +111,10 @@ n_gibbs_burnin, n_reduced
     2
     """
 
-    _parameter_constraints = {
-        "ranks": ["array-like"],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "error_score": [StrOptions({"raise"}), Real],
-        "memory": EvidenceGridSearch._parameter_constraints["memory"],
-        **{k: v for k, v in PoissonPARAFAC._parameter_constraints.items() if k in _PARAFAC_PARAMS},
-    }
-
     _model_class = PoissonPARAFAC
     _rank_param = "rank"
     _passthrough = _PARAFAC_PARAMS
+    _parameter_constraints = selector_constraints(PoissonPARAFAC, _PARAFAC_PARAMS)
 
     def __init__(
         self,
@@ -137,16 +126,16 @@ n_gibbs_burnin, n_reduced
         verbose=0,
         *,
         n_blocks="auto",
-        sampler="logsgld",
-        temperatures=20,
-        ladder="power",
-        n_samples=10000,
-        n_burnin=4000,
-        step_size="auto",
-        step_decay=0.51,
-        n_gibbs=9000,
-        n_gibbs_burnin=7000,
-        n_reduced=5000,
+        sampler=SELECTOR_DEFAULTS["sampler"],
+        temperatures=STI_DEFAULTS["temperatures"],
+        ladder=STI_DEFAULTS["ladder"],
+        n_samples=SELECTOR_DEFAULTS["n_samples"],
+        n_burnin=SELECTOR_DEFAULTS["n_burnin"],
+        step_size=STI_DEFAULTS["step_size"],
+        step_decay=STI_DEFAULTS["step_decay"],
+        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
+        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
+        n_reduced=CHIB_DEFAULTS["n_reduced"],
         error_score=np.nan,
         memory=None,
     ):
@@ -193,7 +182,4 @@ n_gibbs_burnin, n_reduced
         self : object
             Fitted selector.
         """
-        X = validate_count_tensor(self, X, reset=True)
-        self._search_ranks(X)
-        self.factors_ = self.best_estimator_.factors_
-        return self
+        return self._search_ranks(X)

@@ -1,7 +1,7 @@
 r"""The CP factorisation model family: :math:`X \approx \sum_r a^{(1)}_r \circ \dots \circ a^{(N)}_r`.
 
 Poisson NMF is the two-mode case and Poisson PARAFAC the three-mode one
-(Cemgil 2009; Şimşekli et al. 2013); both have exponential priors on every
+(Cemgil 2009; Şimşekli et al. 2016; Nguyen et al. 2018); both have exponential priors on every
 factor. What varies between models of the family is small: the likelihood
 of an entry given its intensity (a :class:`PoissonLikelihood` today), the
 number of modes, and which modes a model stores transposed (NMF keeps ``H``
