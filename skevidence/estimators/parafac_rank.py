@@ -4,6 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 
 from ._base import STI_DEFAULTS
+from ._cp_docs import fill_doc
 from ._factorisation import CHIB_DEFAULTS
 from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
 from .poisson_parafac import PoissonPARAFAC
@@ -17,6 +18,7 @@ _PARAFAC_PARAMS = (
 )  # fmt: skip
 
 
+@fill_doc
 class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     """Select the rank of a Poisson PARAFAC of a count tensor by its Bayesian evidence.
 
@@ -43,52 +45,25 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
         Rate of the exponential priors (see :class:`PoissonPARAFAC`).
     method : {"sti", "chib"}, default="sti"
         Evidence method (``"chib"`` for small integer tensors).
-    n_jobs : int, default=None
-        Ranks fitted in parallel; each task caps numba's threads at
-        ``cores // n_jobs``. Results do not depend on it.
-    random_state : int, RandomState instance or None, default=None
-        Seed shared by every rank (common random numbers).
-    verbose : int, default=0
-        ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
+    %(search_parameters)s
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule of every rank's chains. The default differs from
         :class:`PoissonPARAFAC`'s (the papers' pSGLD) for the reason given
         there: log-space SGLD is the one that agrees with the closed-form
         rank-1 evidence.
-    n_samples : int, default=10000
-        Iterations per temperature, burn-in included.
-    n_burnin : int, default=4000
-        Iterations discarded at the start of each temperature.
+    %(selector_chain_parameters)s
     n_blocks, temperatures, ladder, step_size, step_decay, n_gibbs, \
 n_gibbs_burnin, n_reduced
         Passed to every :class:`PoissonPARAFAC` (see there).
-    error_score : "raise" or float, default=np.nan
-        Score of a rank whose fit fails (``"raise"`` propagates the error).
-    memory : str, path-like or joblib.Memory, default=None
-        Cache of finished ranks: an interrupted selection run again with the
-        same ``memory`` resumes where it stopped (see
-        :class:`EvidenceGridSearch`).
+    %(failure_parameters)s
 
     Attributes
     ----------
-    ranks_ : ndarray of shape (n_ranks,)
-        The candidate ranks, in the order given.
-    log_evidence_ : ndarray of shape (n_ranks,)
-        Log-evidence of each rank (``error_score`` where it failed).
-    log_evidence_std_ : ndarray of shape (n_ranks,)
-        Their standard errors.
-    model_probabilities_ : ndarray of shape (n_ranks,)
-        Posterior probability of each rank under a uniform prior over ``ranks``.
-    best_rank_ : int
-        The rank of largest evidence.
+    %(selector_attributes)s
     best_estimator_ : PoissonPARAFAC
-        The fitted model of that rank.
+        The fitted model of rank `best_rank_`.
     factors_ : tuple of 3 ndarrays
         Its posterior-mean factors ``A``, ``B``, ``C``.
-    errors_ : dict
-        Rank -> error message, for the ranks whose fit failed.
-    cv_results_ : dict
-        The underlying :class:`EvidenceGridSearch` results.
     n_features_in_ : int
         Size of the second mode of the tensor seen during ``fit``.
 

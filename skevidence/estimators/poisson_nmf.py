@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
 from ._base import STI_DEFAULTS
+from ._cp_docs import fill_doc
 from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
 
 __all__ = ["PoissonNMF"]
@@ -19,6 +20,7 @@ __all__ = ["PoissonNMF"]
 _TRANSFORM_ITER = 200
 
 
+@fill_doc
 class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Poisson NMF with exponential priors, scored by its evidence.
 
@@ -54,41 +56,15 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         the closed-form rank-1 evidence; see the user guide.
     prior_rate_h : float or None, default=None
         Rate :math:`\lambda_h` of the prior on ``H``; ``None`` means ``prior_rate``.
-    temperatures : int or array-like, default=20
-        STI ladder (see :func:`~skevidence.sti_log_evidence`).
-    ladder : {"power", "uniform"}, default="power"
-        Kind of ladder built from an int ``temperatures``.
-    n_samples : int, default=3000
-        Iterations per temperature, burn-in included.
-    n_burnin : int, default=1000
-        Burn-in iterations per temperature.
+    %(sti_parameters)s
     batch_size : int, default=250
         Not used by the block sampler (its minibatch is a part); kept for a
         uniform interface.
-    step_size : float or "auto", default="auto"
-        Scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
-    step_decay : float, default=0.51
-        Exponent :math:`b` of the schedule.
-    n_gibbs : int, default=9000
-        Gibbs iterations of Chib's method (seed 000's setting).
-    n_gibbs_burnin : int, default=7000
-        Their burn-in.
-    n_reduced : int, default=5000
-        Iterations of Chib's reduced run.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sampler; an int makes ``fit`` reproducible (for any
-        number of numba threads).
-    verbose : int, default=0
-        Progress reporting.
+    %(step_and_chib_parameters)s
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated :math:`\log p(X)`.
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error.
-    result_ : EvidenceResult
-        The full record of the estimate.
+    %(evidence_attributes)s
     components_ : ndarray of shape (n_components, n_features)
         Posterior mean of ``H`` (at :math:`t = 1` for STI).
     n_features_in_ : int

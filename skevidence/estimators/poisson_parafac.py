@@ -10,11 +10,13 @@ from sklearn.utils.validation import validate_data
 
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
 from ._base import STI_DEFAULTS
+from ._cp_docs import fill_doc
 from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
 
 __all__ = ["PoissonPARAFAC"]
 
 
+@fill_doc
 class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
     r"""Poisson PARAFAC with exponential priors, scored by its evidence.
 
@@ -52,39 +54,12 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         data-given preconditioner) is the one that agrees with the closed-form
         rank-1 evidence, while pSGLD falls 8 to 17 nats below it even on
         small tensors (see Notes).
-    temperatures : int or array-like, default=20
-        STI ladder (see :func:`~skevidence.sti_log_evidence`).
-    ladder : {"power", "uniform"}, default="power"
-        Kind of ladder built from an int ``temperatures``.
-    n_samples : int, default=3000
-        Iterations per temperature, burn-in included.
-    n_burnin : int, default=1000
-        Burn-in iterations per temperature.
-    step_size : float or "auto", default="auto"
-        Scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
-    step_decay : float, default=0.51
-        Exponent :math:`b` of the schedule.
-    n_gibbs : int, default=9000
-        Gibbs sweeps of Chib's main run.
-    n_gibbs_burnin : int, default=7000
-        Their burn-in.
-    n_reduced : int, default=5000
-        Sweeps of Chib's reduced runs together.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sampler; an int makes ``fit`` reproducible (for any
-        number of numba threads).
-    verbose : int, default=0
-        Progress reporting.
+    %(sti_parameters)s
+    %(step_and_chib_parameters)s
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated :math:`\log p(X)`.
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error (it does not cover the bias of the
-        ladder and the step size).
-    result_ : EvidenceResult
-        The full record of the estimate.
+    %(evidence_attributes)s
     factors_ : tuple of 3 ndarrays
         Posterior means of ``A``, ``B``, ``C``, shapes (I, R), (J, R), (K, R)
         (at :math:`t = 1` for STI; Chib's point for ``method="chib"``). The
