@@ -13,11 +13,12 @@ from ..kernels.parafac_data import PARAFACData
 from ..samplers import PSGLD, SGLD, LogSGLD
 from ._trace import ChainTrace
 
-__all__ = ["BlockedData", "CPChainRunner", "block_data"]
+__all__ = ["BLOCKED_DATA", "CPChainRunner", "block_data"]
 
 #: The blocked data the kernels take, by number of modes.
 _DATA = {2: NMFData, 3: PARAFACData}
-BlockedData = tuple(_DATA.values())
+#: Their types, for ``isinstance``: prepared data pass through ``prepare_data``.
+BLOCKED_DATA = tuple(_DATA.values())
 
 
 def block_data(X, n_blocks):

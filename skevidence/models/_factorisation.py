@@ -105,9 +105,9 @@ class CPModel(EvidenceModel):
 
     def prepare_data(self, X, y=None):
         """Validate ``X`` and split it into blocks for the kernel (prepared blocks pass through)."""
-        from ._cp_runner import BlockedData, block_data
+        from ._cp_runner import BLOCKED_DATA, block_data
 
-        if isinstance(X, BlockedData):
+        if isinstance(X, BLOCKED_DATA):
             data = X
         else:
             X = self.check_data(X)

@@ -41,10 +41,10 @@ class PoissonNMFModel(CPModel):
 
     Every entry of ``X`` is one datum (``N = I J``, zeros included). STI runs
     through the fused block-parallel kernel of :mod:`skevidence.kernels.nmf`
-    (see :meth:`chain_runner`): rows and columns are split into
-    ``n_blocks`` groups, and each iteration updates the ``n_blocks`` blocks of
-    one part in parallel. The parameters ``theta`` of the generic interface
-    are ``W.ravel()`` followed by ``H.ravel()``.
+    (see :meth:`~skevidence.models.EvidenceModel.chain_runner`): rows and
+    columns are split into ``n_blocks`` groups, and each iteration updates the
+    ``n_blocks`` blocks of one part in parallel. The parameters ``theta`` of
+    the generic interface are ``W.ravel()`` followed by ``H.ravel()``.
 
     For non-integer data (magnitude spectrograms) the likelihood keeps its
     formula with :math:`\log\Gamma(x+1)`; it is then not a normalised density,

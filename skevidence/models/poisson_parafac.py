@@ -81,12 +81,13 @@ class PoissonPARAFACModel(CPModel):
 
     (seed 001, eq. 11). Every entry of ``X`` is one datum (``N = I J K``,
     zeros included). STI runs through the fused block-parallel kernel of
-    :mod:`skevidence.kernels.parafac` (see :meth:`chain_runner`): each mode is
+    :mod:`skevidence.kernels.parafac` (see
+    :meth:`~skevidence.models.EvidenceModel.chain_runner`): each mode is
     split into ``n_blocks`` groups, and each iteration updates the
     ``n_blocks`` mutually disjoint blocks of one randomly drawn part in
     parallel. The parameters ``theta`` of the generic interface are
-    ``A.ravel()``, ``B.ravel()``, ``C.ravel()`` concatenated; ``X`` is 3-D
-    (a 2-D input is taken as ``(I, J, 1)``).
+    ``A.ravel()``, ``B.ravel()``, ``C.ravel()`` concatenated, for a dense
+    3-D ``X``.
 
     For non-integer data the likelihood keeps its formula with
     :math:`\log\Gamma(x+1)`; it is then not a normalised density, but
