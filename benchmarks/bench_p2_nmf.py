@@ -128,7 +128,7 @@ def kernel_measurements(X, rank=KERNEL_RANK):
 
     Returns a dict of timings: the chain per (sampler, numba threads), the time the kernel's
     random normals alone take, and the t = 0 stage of one STI run (exact prior draws scored
-    in one ``score_nmf_prior`` call, as ``NMFChainRunner`` does it).
+    in one ``score_nmf_prior`` call, as ``CPChainRunner`` does it).
     """
     data = NMFData.from_array(np.asarray(X, dtype=np.float64), N_BLOCKS)
     n_part = N_ROWS * N_COLS // N_BLOCKS

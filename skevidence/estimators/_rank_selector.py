@@ -1,11 +1,32 @@
 """What the rank selectors share: check the ranks, search them, expose the result."""
 
+from numbers import Integral, Real
+
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .search import EvidenceGridSearch
 
-__all__ = ["RankSelectorMixin"]
+__all__ = ["SELECTOR_DEFAULTS", "RankSelectorMixin", "selector_constraints"]
+
+#: Where the rank selectors' defaults differ from their models': log-space SGLD is the
+#: sampler whose evidences agree with the closed form and with Chib's method, and the
+#: chains are longer (they approach equilibrium slowly as the temperature rises).
+SELECTOR_DEFAULTS = dict(sampler="logsgld", n_samples=10000, n_burnin=4000)
+
+
+def selector_constraints(model_class, passthrough):
+    """The ``_parameter_constraints`` of a selector of ``model_class`` passing ``passthrough`` on."""
+    return {
+        "ranks": ["array-like"],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "error_score": [StrOptions({"raise"}), Real],
+        "memory": EvidenceGridSearch._parameter_constraints["memory"],
+        **{k: v for k, v in model_class._parameter_constraints.items() if k in passthrough},
+    }
 
 
 class RankSelectorMixin:
@@ -18,7 +39,8 @@ class RankSelectorMixin:
     - ``_passthrough``, the selector parameters handed to every model unchanged;
 
     and implement ``_rank_limit(X)`` returning ``(largest rank, why)``. Their
-    ``fit`` validates ``X`` and calls :meth:`_search_ranks`.
+    ``fit`` calls :meth:`_search_ranks`, which validates ``X`` as the model
+    does and copies the best model's ``_fitted_factors`` attribute.
     """
 
     _model_class = None
@@ -53,7 +75,8 @@ class RankSelectorMixin:
         return ranks
 
     def _search_ranks(self, X):
-        """Fit a model of every rank on validated ``X``; set the fitted attributes."""
+        """Fit a model of every rank on ``X``; set the fitted attributes."""
+        X = self._model_class._validate_input(self, X, reset=True)
         ranks = self._check_ranks(X)
         base = self._model_class(
             **{name: getattr(self, name) for name in self._passthrough}, verbose=max(0, self.verbose - 1)
@@ -75,6 +98,8 @@ class RankSelectorMixin:
         self.errors_ = {int(r): e for r, e in zip(ranks, results["error"]) if e}
         self.best_estimator_ = search.best_estimator_
         self.best_rank_ = int(search.best_params_[self._rank_param])
+        name = self._model_class._fitted_factors
+        setattr(self, name, getattr(self.best_estimator_, name))
         return self
 
     def score(self, X, y=None):

@@ -1,15 +1,14 @@
 """Choose the rank of a Poisson NMF by the evidence."""
 
-from numbers import Integral, Real
-
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ._base import STI_DEFAULTS
+from ._cp_docs import fill_doc
+from ._factorisation import CHIB_DEFAULTS
+from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
-from ._rank_selector import RankSelectorMixin
-from .search import EvidenceGridSearch
 
 __all__ = ["BayesianNMFRankSelector"]
 
@@ -21,6 +20,7 @@ _NMF_PARAMS = (
 )  # fmt: skip
 
 
+@fill_doc
 class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator):
     """Select the rank of a Poisson NMF by its Bayesian evidence.
 
@@ -41,55 +41,26 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         Rate of the exponential priors (see :class:`PoissonNMF`).
     method : {"sti", "chib"}, default="sti"
         Evidence method.
-    n_jobs : int, default=None
-        Ranks fitted in parallel; each task caps numba's threads at
-        ``cores // n_jobs``. Results do not depend on it.
-    random_state : int, RandomState instance or None, default=None
-        Seed shared by every rank (common random numbers).
-    verbose : int, default=0
-        ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
+    %(search_parameters)s
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule of every rank's chains (see :class:`PoissonNMF`).
         The default differs from :class:`PoissonNMF`'s (the papers' pSGLD):
         log-space SGLD is the one whose evidences agree with the closed form
         and with Chib's method, while pSGLD can stall near zero and fall
         hundreds of nats low (read the :ref:`accuracy notes <nmf>`).
-    n_samples : int, default=10000
-        Iterations per temperature, burn-in included. NMF chains approach
-        equilibrium slowly when the temperature rises, so the selector runs
-        longer chains than :class:`PoissonNMF`'s default.
-    n_burnin : int, default=4000
-        Iterations discarded at the start of each temperature.
+    %(selector_chain_parameters)s
     n_blocks, prior_rate_h, temperatures, ladder, step_size, step_decay, \
 n_gibbs, n_gibbs_burnin, n_reduced
         Passed to every :class:`PoissonNMF` (see there).
-    error_score : "raise" or float, default=np.nan
-        Score of a rank whose fit fails (``"raise"`` propagates the error).
-    memory : str, path-like or joblib.Memory, default=None
-        Cache of finished ranks: an interrupted selection run again with the
-        same ``memory`` resumes where it stopped (see
-        :class:`EvidenceGridSearch`).
+    %(failure_parameters)s
 
     Attributes
     ----------
-    ranks_ : ndarray of shape (n_ranks,)
-        The candidate ranks, in the order given.
-    log_evidence_ : ndarray of shape (n_ranks,)
-        Log-evidence of each rank (``error_score`` where it failed).
-    log_evidence_std_ : ndarray of shape (n_ranks,)
-        Their standard errors.
-    model_probabilities_ : ndarray of shape (n_ranks,)
-        Posterior probability of each rank under a uniform prior over ``ranks``.
-    best_rank_ : int
-        The rank of largest evidence.
+    %(selector_attributes)s
     best_estimator_ : PoissonNMF
-        The fitted model of that rank.
+        The fitted model of rank `best_rank_`.
     components_ : ndarray of shape (`best_rank_`, n_features)
         Its posterior-mean ``H``.
-    errors_ : dict
-        Rank -> error message, for the ranks whose fit failed.
-    cv_results_ : dict
-        The underlying :class:`EvidenceGridSearch` results.
     n_features_in_ : int
         Number of features seen during ``fit``.
 
@@ -110,21 +81,10 @@ n_gibbs, n_gibbs_burnin, n_reduced
     2
     """
 
-    _parameter_constraints = {
-        "ranks": ["array-like"],
-        "prior_rate": [Interval(Real, 0, None, closed="neither")],
-        "method": [StrOptions({"sti", "chib"})],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "error_score": [StrOptions({"raise"}), Real],
-        "memory": EvidenceGridSearch._parameter_constraints["memory"],
-        **{k: v for k, v in PoissonNMF._parameter_constraints.items() if k in _NMF_PARAMS},
-    }
-
     _model_class = PoissonNMF
     _rank_param = "n_components"
     _passthrough = _NMF_PARAMS
+    _parameter_constraints = selector_constraints(PoissonNMF, _NMF_PARAMS)
 
     def __init__(
         self,
@@ -136,17 +96,17 @@ n_gibbs, n_gibbs_burnin, n_reduced
         verbose=0,
         *,
         n_blocks="auto",
-        sampler="logsgld",
+        sampler=SELECTOR_DEFAULTS["sampler"],
         prior_rate_h=None,
-        temperatures=20,
-        ladder="power",
-        n_samples=10000,
-        n_burnin=4000,
-        step_size="auto",
-        step_decay=0.51,
-        n_gibbs=9000,
-        n_gibbs_burnin=7000,
-        n_reduced=5000,
+        temperatures=STI_DEFAULTS["temperatures"],
+        ladder=STI_DEFAULTS["ladder"],
+        n_samples=SELECTOR_DEFAULTS["n_samples"],
+        n_burnin=SELECTOR_DEFAULTS["n_burnin"],
+        step_size=STI_DEFAULTS["step_size"],
+        step_decay=STI_DEFAULTS["step_decay"],
+        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
+        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
+        n_reduced=CHIB_DEFAULTS["n_reduced"],
         error_score=np.nan,
         memory=None,
     ):
@@ -190,12 +150,7 @@ n_gibbs, n_gibbs_burnin, n_reduced
         self : object
             Fitted selector.
         """
-        X = validate_data(
-            self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64, ensure_non_negative=True
-        )
-        self._search_ranks(X)
-        self.components_ = self.best_estimator_.components_
-        return self
+        return self._search_ranks(X)
 
     def transform(self, X):
         """Activations of ``X`` under the best model (see :meth:`PoissonNMF.transform`).

@@ -1,14 +1,13 @@
 """Choose the rank of a Poisson PARAFAC by the evidence."""
 
-from numbers import Integral, Real
-
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import StrOptions
 
-from ._rank_selector import RankSelectorMixin
-from .search import EvidenceGridSearch
-from .poisson_parafac import PoissonPARAFAC, validate_count_tensor
+from ._base import STI_DEFAULTS
+from ._cp_docs import fill_doc
+from ._factorisation import CHIB_DEFAULTS
+from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
+from .poisson_parafac import PoissonPARAFAC
 
 __all__ = ["PARAFACRankSelector"]
 
@@ -19,6 +18,7 @@ _PARAFAC_PARAMS = (
 )  # fmt: skip
 
 
+@fill_doc
 class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     """Select the rank of a Poisson PARAFAC of a count tensor by its Bayesian evidence.
 
@@ -45,52 +45,25 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
         Rate of the exponential priors (see :class:`PoissonPARAFAC`).
     method : {"sti", "chib"}, default="sti"
         Evidence method (``"chib"`` for small integer tensors).
-    n_jobs : int, default=None
-        Ranks fitted in parallel; each task caps numba's threads at
-        ``cores // n_jobs``. Results do not depend on it.
-    random_state : int, RandomState instance or None, default=None
-        Seed shared by every rank (common random numbers).
-    verbose : int, default=0
-        ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
+    %(search_parameters)s
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule of every rank's chains. The default differs from
         :class:`PoissonPARAFAC`'s (the papers' pSGLD) for the reason given
         there: log-space SGLD is the one that agrees with the closed-form
         rank-1 evidence.
-    n_samples : int, default=10000
-        Iterations per temperature, burn-in included.
-    n_burnin : int, default=4000
-        Iterations discarded at the start of each temperature.
+    %(selector_chain_parameters)s
     n_blocks, temperatures, ladder, step_size, step_decay, n_gibbs, \
 n_gibbs_burnin, n_reduced
         Passed to every :class:`PoissonPARAFAC` (see there).
-    error_score : "raise" or float, default=np.nan
-        Score of a rank whose fit fails (``"raise"`` propagates the error).
-    memory : str, path-like or joblib.Memory, default=None
-        Cache of finished ranks: an interrupted selection run again with the
-        same ``memory`` resumes where it stopped (see
-        :class:`EvidenceGridSearch`).
+    %(failure_parameters)s
 
     Attributes
     ----------
-    ranks_ : ndarray of shape (n_ranks,)
-        The candidate ranks, in the order given.
-    log_evidence_ : ndarray of shape (n_ranks,)
-        Log-evidence of each rank (``error_score`` where it failed).
-    log_evidence_std_ : ndarray of shape (n_ranks,)
-        Their standard errors.
-    model_probabilities_ : ndarray of shape (n_ranks,)
-        Posterior probability of each rank under a uniform prior over ``ranks``.
-    best_rank_ : int
-        The rank of largest evidence.
+    %(selector_attributes)s
     best_estimator_ : PoissonPARAFAC
-        The fitted model of that rank.
+        The fitted model of rank `best_rank_`.
     factors_ : tuple of 3 ndarrays
         Its posterior-mean factors ``A``, ``B``, ``C``.
-    errors_ : dict
-        Rank -> error message, for the ranks whose fit failed.
-    cv_results_ : dict
-        The underlying :class:`EvidenceGridSearch` results.
     n_features_in_ : int
         Size of the second mode of the tensor seen during ``fit``.
 
@@ -113,19 +86,10 @@ n_gibbs_burnin, n_reduced
     2
     """
 
-    _parameter_constraints = {
-        "ranks": ["array-like"],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "error_score": [StrOptions({"raise"}), Real],
-        "memory": EvidenceGridSearch._parameter_constraints["memory"],
-        **{k: v for k, v in PoissonPARAFAC._parameter_constraints.items() if k in _PARAFAC_PARAMS},
-    }
-
     _model_class = PoissonPARAFAC
     _rank_param = "rank"
     _passthrough = _PARAFAC_PARAMS
+    _parameter_constraints = selector_constraints(PoissonPARAFAC, _PARAFAC_PARAMS)
 
     def __init__(
         self,
@@ -137,16 +101,16 @@ n_gibbs_burnin, n_reduced
         verbose=0,
         *,
         n_blocks="auto",
-        sampler="logsgld",
-        temperatures=20,
-        ladder="power",
-        n_samples=10000,
-        n_burnin=4000,
-        step_size="auto",
-        step_decay=0.51,
-        n_gibbs=9000,
-        n_gibbs_burnin=7000,
-        n_reduced=5000,
+        sampler=SELECTOR_DEFAULTS["sampler"],
+        temperatures=STI_DEFAULTS["temperatures"],
+        ladder=STI_DEFAULTS["ladder"],
+        n_samples=SELECTOR_DEFAULTS["n_samples"],
+        n_burnin=SELECTOR_DEFAULTS["n_burnin"],
+        step_size=STI_DEFAULTS["step_size"],
+        step_decay=STI_DEFAULTS["step_decay"],
+        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
+        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
+        n_reduced=CHIB_DEFAULTS["n_reduced"],
         error_score=np.nan,
         memory=None,
     ):
@@ -193,7 +157,4 @@ n_gibbs_burnin, n_reduced
         self : object
             Fitted selector.
         """
-        X = validate_count_tensor(self, X, reset=True)
-        self._search_ranks(X)
-        self.factors_ = self.best_estimator_.factors_
-        return self
+        return self._search_ranks(X)

@@ -5,24 +5,23 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import check_array
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
-from ..samplers import Sampler
-from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
+from ._base import STI_DEFAULTS
+from ._cp_docs import fill_doc
+from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
 
 __all__ = ["PoissonNMF"]
 
 #: Multiplicative updates of the row-wise MAP solve in ``transform``.
 _TRANSFORM_ITER = 200
-#: Default number of row and column groups (seed 000 uses 5 x 5 on 100 x 75).
-_DEFAULT_BLOCKS = 5
 
 
-class PoissonNMF(
-    EvidenceEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
-):
+@fill_doc
+class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Poisson NMF with exponential priors, scored by its evidence.
 
     .. math::
@@ -57,41 +56,15 @@ class PoissonNMF(
         the closed-form rank-1 evidence; see the user guide.
     prior_rate_h : float or None, default=None
         Rate :math:`\lambda_h` of the prior on ``H``; ``None`` means ``prior_rate``.
-    temperatures : int or array-like, default=20
-        STI ladder (see :func:`~skevidence.sti_log_evidence`).
-    ladder : {"power", "uniform"}, default="power"
-        Kind of ladder built from an int ``temperatures``.
-    n_samples : int, default=3000
-        Iterations per temperature, burn-in included.
-    n_burnin : int, default=1000
-        Burn-in iterations per temperature.
+    %(sti_parameters)s
     batch_size : int, default=250
         Not used by the block sampler (its minibatch is a part); kept for a
         uniform interface.
-    step_size : float or "auto", default="auto"
-        Scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
-    step_decay : float, default=0.51
-        Exponent :math:`b` of the schedule.
-    n_gibbs : int, default=9000
-        Gibbs iterations of Chib's method (seed 000's setting).
-    n_gibbs_burnin : int, default=7000
-        Their burn-in.
-    n_reduced : int, default=5000
-        Iterations of Chib's reduced run.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sampler; an int makes ``fit`` reproducible (for any
-        number of numba threads).
-    verbose : int, default=0
-        Progress reporting.
+    %(step_and_chib_parameters)s
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated :math:`\log p(X)`.
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error.
-    result_ : EvidenceResult
-        The full record of the estimate.
+    %(evidence_attributes)s
     components_ : ndarray of shape (n_components, n_features)
         Posterior mean of ``H`` (at :math:`t = 1` for STI).
     n_features_in_ : int
@@ -116,19 +89,15 @@ class PoissonNMF(
     ((2, 20), (30, 2))
     """
 
+    #: The fitted attribute a rank selector copies from its best model.
+    _fitted_factors = "components_"
     _cost_params = ("n_components",)
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "prior_rate": [Interval(Real, 0, None, closed="neither")],
-        "method": [StrOptions({"sti", "chib"})],
-        "n_blocks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "prior_rate_h": [Interval(Real, 0, None, closed="neither"), None],
-        "n_gibbs": [Interval(Integral, 2, None, closed="left")],
-        "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
-        "n_reduced": [Interval(Integral, 1, None, closed="left")],
-        **STI_PARAMETER_CONSTRAINTS,
-        "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
+        **CP_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -147,9 +116,9 @@ class PoissonNMF(
         batch_size=STI_DEFAULTS["batch_size"],
         step_size=STI_DEFAULTS["step_size"],
         step_decay=STI_DEFAULTS["step_decay"],
-        n_gibbs=9000,
-        n_gibbs_burnin=7000,
-        n_reduced=5000,
+        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
+        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
+        n_reduced=CHIB_DEFAULTS["n_reduced"],
         random_state=None,
         verbose=0,
     ):
@@ -174,8 +143,6 @@ class PoissonNMF(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
 
@@ -186,36 +153,25 @@ class PoissonNMF(
     def _rates(self):
         return self.prior_rate, self.prior_rate if self.prior_rate_h is None else self.prior_rate_h
 
-    def _validate_fit_data(self, X, y, reset):
+    @staticmethod
+    def _validate_input(estimator, X, reset):
+        """``validate_data`` for a non-negative matrix; ``reset=None`` leaves ``estimator`` alone."""
         kwargs = dict(accept_sparse=("csr", "csc", "coo"), dtype=np.float64, ensure_non_negative=True)
-        if reset is None:
-            from sklearn.utils import check_array
+        return check_array(X, **kwargs) if reset is None else validate_data(estimator, X, reset=reset, **kwargs)
 
-            return check_array(X, **kwargs), None
-        return validate_data(self, X, reset=reset, **kwargs), None
+    def _validate_fit_data(self, X, y, reset):
+        return self._validate_input(self, X, reset), None
 
-    def _make_model(self, X):
-        n_rows, n_cols = X.shape
-        n_blocks = min(_DEFAULT_BLOCKS, n_rows, n_cols) if self.n_blocks == "auto" else self.n_blocks
-        lam_w, lam_h = self._rates()
-        return PoissonNMFModel(self.n_components, lam_w, lam_h, n_blocks)
+    def _model(self, X, n_blocks):
+        return PoissonNMFModel(self.n_components, *self._rates(), n_blocks)
 
-    def _evidence(self, model, X, y):
-        if self.method == "chib":
-            from ..evidence.chib import chib_log_evidence_nmf
+    def _chib_log_evidence(self, model, X):
+        from ..evidence.chib import chib_log_evidence_nmf
 
-            return chib_log_evidence_nmf(
-                X,
-                model.n_components,
-                prior_rate_w=model.prior_rate_w,
-                prior_rate_h=model.prior_rate_h,
-                n_samples=self.n_gibbs,
-                n_burnin=self.n_gibbs_burnin,
-                n_reduced=self.n_reduced,
-                random_state=self.random_state,
-                verbose=self.verbose,
-            )
-        return super()._evidence(model, X, y)
+        return chib_log_evidence_nmf(
+            X, model.n_components, prior_rate_w=model.prior_rate_w, prior_rate_h=model.prior_rate_h,
+            **self._chib_params(),
+        )
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -234,12 +190,7 @@ class PoissonNMF(
         self : object
             Fitted estimator.
         """
-        X, _ = self._validate_fit_data(X, None, reset=True)
-        self._fit_evidence(X)
-        mean = self.result_.posterior_mean
-        if mean is None:
-            raise ValueError(f"method={self.method!r} returned no posterior mean of the factors.")
-        self.components_ = np.asarray(mean[1], dtype=np.float64)
+        self.components_ = np.asarray(self._fit_factors(X)[1], dtype=np.float64)
         return self
 
     def transform(self, X):
@@ -260,10 +211,7 @@ class PoissonNMF(
         W : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(
-            self, X, reset=False, accept_sparse=("csr", "csc", "coo"), dtype=np.float64, ensure_non_negative=True
-        )
-        X = check_count_matrix(X)
+        X = check_count_matrix(self._validate_input(self, X, reset=False))
         H = self.components_
         lam_w = self._rates()[0]
         denom = H.sum(axis=1) + lam_w

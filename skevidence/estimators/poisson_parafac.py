@@ -5,41 +5,19 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
-from ..samplers import Sampler
-from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
+from ._base import STI_DEFAULTS
+from ._cp_docs import fill_doc
+from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
 
 __all__ = ["PoissonPARAFAC"]
 
-#: Default number of groups of every mode (seed 001's P4 setting, N_s = IJK / 25).
-_DEFAULT_BLOCKS = 5
 
-#: The STI settings of the estimator: the minibatch of the block sampler is a part, so
-#: there is no ``batch_size``.
-_STI_NAMES = tuple(name for name in STI_DEFAULTS if name != "batch_size")
-
-
-def validate_count_tensor(estimator, X, reset):
-    """``validate_data`` for a 3-D count tensor (2-D taken as (I, J, 1)), then :func:`check_count_tensor`.
-
-    ``reset=None`` checks ``X`` without touching ``estimator``'s fitted state.
-    """
-    shape = X.shape if hasattr(X, "shape") else np.shape(X)
-    if len(shape) >= 3 and 0 in shape:
-        # Before check_array, whose non-negativity test fails obscurely on empty 3-D input
-        # (2-D input gets its standard "0 sample(s)" / "0 feature(s)" messages from it).
-        raise ValueError(f"X is empty (shape {tuple(shape)}); the evidence needs at least one entry.")
-    kwargs = dict(
-        accept_sparse=("coo", "csr", "csc"), dtype=np.float64, ensure_non_negative=True, allow_nd=True
-    )
-    X = check_array(X, **kwargs) if reset is None else validate_data(estimator, X, reset=reset, **kwargs)
-    return check_count_tensor(X)
-
-
-class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
+@fill_doc
+class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
     r"""Poisson PARAFAC with exponential priors, scored by its evidence.
 
     .. math::
@@ -76,39 +54,12 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
         data-given preconditioner) is the one that agrees with the closed-form
         rank-1 evidence, while pSGLD falls 8 to 17 nats below it even on
         small tensors (see Notes).
-    temperatures : int or array-like, default=20
-        STI ladder (see :func:`~skevidence.sti_log_evidence`).
-    ladder : {"power", "uniform"}, default="power"
-        Kind of ladder built from an int ``temperatures``.
-    n_samples : int, default=3000
-        Iterations per temperature, burn-in included.
-    n_burnin : int, default=1000
-        Burn-in iterations per temperature.
-    step_size : float or "auto", default="auto"
-        Scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
-    step_decay : float, default=0.51
-        Exponent :math:`b` of the schedule.
-    n_gibbs : int, default=9000
-        Gibbs sweeps of Chib's main run.
-    n_gibbs_burnin : int, default=7000
-        Their burn-in.
-    n_reduced : int, default=5000
-        Sweeps of Chib's reduced runs together.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sampler; an int makes ``fit`` reproducible (for any
-        number of numba threads).
-    verbose : int, default=0
-        Progress reporting.
+    %(sti_parameters)s
+    %(step_and_chib_parameters)s
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated :math:`\log p(X)`.
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error (it does not cover the bias of the
-        ladder and the step size).
-    result_ : EvidenceResult
-        The full record of the estimate.
+    %(evidence_attributes)s
     factors_ : tuple of 3 ndarrays
         Posterior means of ``A``, ``B``, ``C``, shapes (I, R), (J, R), (K, R)
         (at :math:`t = 1` for STI; Chib's point for ``method="chib"``). The
@@ -153,18 +104,14 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
     True
     """
 
+    #: The fitted attribute a rank selector copies from its best model.
+    _fitted_factors = "factors_"
     _cost_params = ("rank",)
 
     _parameter_constraints = {
         "rank": [Interval(Integral, 1, None, closed="left")],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like"],
-        "method": [StrOptions({"sti", "chib"})],
-        "n_blocks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "n_gibbs": [Interval(Integral, 2, None, closed="left")],
-        "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
-        "n_reduced": [Interval(Integral, 1, None, closed="left")],
-        **{k: v for k, v in STI_PARAMETER_CONSTRAINTS.items() if k != "batch_size"},
-        "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
+        **{k: v for k, v in CP_PARAMETER_CONSTRAINTS.items() if k != "batch_size"},
     }
 
     def __init__(
@@ -181,9 +128,9 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
         n_burnin=STI_DEFAULTS["n_burnin"],
         step_size=STI_DEFAULTS["step_size"],
         step_decay=STI_DEFAULTS["step_decay"],
-        n_gibbs=9000,
-        n_gibbs_burnin=7000,
-        n_reduced=5000,
+        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
+        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
+        n_reduced=CHIB_DEFAULTS["n_reduced"],
         random_state=None,
         verbose=0,
     ):
@@ -206,40 +153,36 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
         tags.input_tags.three_d_array = True
         return tags
 
+    @staticmethod
+    def _validate_input(estimator, X, reset):
+        """``validate_data`` for a 3-D count tensor (2-D taken as (I, J, 1)), then :func:`check_count_tensor`.
+
+        ``reset=None`` checks ``X`` without touching ``estimator``'s fitted state.
+        """
+        shape = X.shape if hasattr(X, "shape") else np.shape(X)
+        if len(shape) >= 3 and 0 in shape:
+            # Before check_array, whose non-negativity test fails obscurely on empty 3-D input
+            # (2-D input gets its standard "0 sample(s)" / "0 feature(s)" messages from it).
+            raise ValueError(f"X is empty (shape {tuple(shape)}); the evidence needs at least one entry.")
+        kwargs = dict(
+            accept_sparse=("coo", "csr", "csc"), dtype=np.float64, ensure_non_negative=True, allow_nd=True
+        )
+        X = check_array(X, **kwargs) if reset is None else validate_data(estimator, X, reset=reset, **kwargs)
+        return check_count_tensor(X)
+
     def _validate_fit_data(self, X, y, reset):
-        """Validate ``X`` (2-D as (I, J, 1)); ``reset=None`` leaves the fitted state alone."""
-        return validate_count_tensor(self, X, reset), None
+        return self._validate_input(self, X, reset), None
 
-    def _sti_params(self):
-        return {name: getattr(self, name) for name in _STI_NAMES} | {
-            "random_state": self.random_state,
-            "verbose": self.verbose,
-        }
-
-    def _make_model(self, X):
-        n_blocks = min(_DEFAULT_BLOCKS, *X.shape) if self.n_blocks == "auto" else self.n_blocks
+    def _model(self, X, n_blocks):
         return PoissonPARAFACModel(self.rank, check_prior_rates(self.prior_rate), n_blocks)
 
-    def _evidence(self, model, X, y):
-        if self.method == "chib":
-            from ..evidence.chib_parafac import chib_log_evidence_parafac
+    def _chib_log_evidence(self, model, X):
+        from ..evidence.chib_parafac import chib_log_evidence_parafac
 
-            return chib_log_evidence_parafac(
-                X,
-                model.n_components,
-                prior_rates=model.prior_rates,
-                n_samples=self.n_gibbs,
-                n_burnin=self.n_gibbs_burnin,
-                n_reduced=self.n_reduced,
-                random_state=self.random_state,
-                verbose=self.verbose,
-            )
-        return super()._evidence(model, X, y)
+        return chib_log_evidence_parafac(X, model.n_components, prior_rates=model.prior_rates, **self._chib_params())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -258,10 +201,5 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
-        X, _ = self._validate_fit_data(X, None, reset=True)
-        self._fit_evidence(X)
-        mean = self.result_.posterior_mean
-        if mean is None:
-            raise ValueError(f"method={self.method!r} returned no posterior mean of the factors.")
-        self.factors_ = tuple(np.asarray(F, dtype=np.float64) for F in mean)
+        self.factors_ = tuple(np.asarray(F, dtype=np.float64) for F in self._fit_factors(X))
         return self

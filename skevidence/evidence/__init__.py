@@ -2,7 +2,8 @@
 
 from ._ladder import temperature_ladder, trapezoid_weights
 from ._result import EvidenceResult
-from ._runner import ChainTrace, GradientChainRunner, Minibatches
+from ..models._trace import ChainTrace
+from ._runner import GradientChainRunner, Minibatches
 from ._stderr import batch_means_variance, integrated_autocorr_time
 from .ais import ais_log_evidence
 from .chib import chib_log_evidence_nmf

@@ -9,31 +9,13 @@ model's :meth:`~skevidence.models.EvidenceModel.log_likelihood_and_grad`;
 factorisation models plug in fused numba runners with the same two methods.
 """
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ..exceptions import SamplerDivergenceError
+from ..models._trace import ChainTrace
 from ..samplers import mirror
 
-__all__ = ["ChainTrace", "GradientChainRunner", "Minibatches"]
-
-
-class ChainTrace(NamedTuple):
-    """What one chain at one temperature reports back to the driver."""
-
-    #: Kept log-likelihood estimates ``(N / N_s) * sum_{n in S_k} log p(x_n | theta_k)``.
-    log_likelihood: np.ndarray
-    #: Per-datum likelihood evaluations spent by the chain.
-    n_likelihood_evaluations: int
-    #: Step size in force for the kept samples (NaN for exact prior draws).
-    step_size: float
-    #: The kept states when they are exact independent prior draws, else ``None``.
-    prior_draws: np.ndarray | None = None
-    #: Mean of the kept states (in the runner's layout), or ``None``.
-    state_mean: object = None
-    #: Fraction of the kept entry updates whose drift a fused kernel capped (0 elsewhere).
-    capped_fraction: float = 0.0
+__all__ = ["GradientChainRunner", "Minibatches"]
 
 
 class Minibatches:

@@ -2,9 +2,8 @@
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import gammaln
 
-from ._base import EvidenceModel
+from ._factorisation import CPModel
 
 __all__ = ["PoissonNMFModel", "check_count_matrix"]
 
@@ -29,19 +28,11 @@ def check_count_matrix(X, *, name="X"):
         raise ValueError(
             f"{name} must be a 2-D matrix (n_samples, n_features), got {len(shape)}-D input of shape {shape}."
         )
-    if shape[0] == 0 or shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {shape}); the evidence needs at least one entry.")
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"{name} contains NaN or infinity; Poisson NMF needs finite non-negative values.")
-    if np.any(values < 0):
-        raise ValueError(
-            f"{name} has negative entries; Poisson NMF models non-negative data "
-            "(counts or magnitudes): shift or take magnitudes first."
-        )
+    PoissonNMFModel._check_entries(values, shape, name)
     return X
 
 
-class PoissonNMFModel(EvidenceModel):
+class PoissonNMFModel(CPModel):
     r"""Poisson NMF :math:`X \approx WH` with exponential priors.
 
     .. math::
@@ -50,9 +41,10 @@ class PoissonNMFModel(EvidenceModel):
 
     Every entry of ``X`` is one datum (``N = I J``, zeros included). STI runs
     through the fused block-parallel kernel of :mod:`skevidence.kernels.nmf`
-    (see :meth:`chain_runner`): rows and columns are split into
-    ``n_blocks`` groups, and each iteration updates the ``n_blocks`` blocks of
-    one part in parallel.
+    (see :meth:`~skevidence.models.EvidenceModel.chain_runner`): rows and
+    columns are split into ``n_blocks`` groups, and each iteration updates the
+    ``n_blocks`` blocks of one part in parallel. The parameters ``theta`` of
+    the generic interface are ``W.ravel()`` followed by ``H.ravel()``.
 
     For non-integer data (magnitude spectrograms) the likelihood keeps its
     formula with :math:`\log\Gamma(x+1)`; it is then not a normalised density,
@@ -68,9 +60,10 @@ class PoissonNMFModel(EvidenceModel):
         Number of row groups and of column groups :math:`B`.
     """
 
-    exact_prior_sampling = True
-    accepts_sparse = True
-    nonnegative = True
+    name = "Poisson NMF"
+    array_name = "matrix"
+    data_description = "counts or magnitudes"
+    transposed = (1,)
 
     def __init__(self, n_components=1, prior_rate_w=1.0, prior_rate_h=1.0, n_blocks=1):
         if int(n_components) != n_components or n_components < 1:
@@ -81,48 +74,23 @@ class PoissonNMFModel(EvidenceModel):
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
         self.n_components = int(n_components)
-        self.prior_rate_w = float(prior_rate_w)
-        self.prior_rate_h = float(prior_rate_h)
+        self.prior_rates = (float(prior_rate_w), float(prior_rate_h))
         self.n_blocks = int(n_blocks)
 
-    # -- data ----------------------------------------------------------------
+    @property
+    def prior_rate_w(self):
+        r"""Rate :math:`\lambda_w` of the prior on ``W``."""
+        return self.prior_rates[0]
 
-    def prepare_data(self, X, y=None):
-        """Validate ``X`` and split it into blocks for the kernel."""
-        from ..kernels.nmf import NMFData
+    @property
+    def prior_rate_h(self):
+        r"""Rate :math:`\lambda_h` of the prior on ``H``."""
+        return self.prior_rates[1]
 
-        X = check_count_matrix(X)
-        n_rows, n_cols = X.shape
-        if self.n_blocks > min(n_rows, n_cols):
-            raise ValueError(
-                f"n_blocks={self.n_blocks} is larger than the matrix allows: X has {n_rows} rows "
-                f"and {n_cols} columns, and each must be split into n_blocks non-empty groups. "
-                f"Use n_blocks <= {min(n_rows, n_cols)}."
-            )
-        return NMFData.from_array(X, self.n_blocks), None
-
-    def n_data(self, X, y=None):
-        return X.n_data
-
-    # -- the generic interface, on theta = (W.ravel(), H.ravel()) and a dense X --
-
-    def _split(self, theta, shape):
-        n_rows, n_cols = shape
-        R = self.n_components
-        return theta[: n_rows * R].reshape(n_rows, R), theta[n_rows * R :].reshape(R, n_cols)
-
-    def log_likelihood_and_grad(self, theta, X, y=None):
-        """Per-entry log-likelihoods of a dense ``X`` and the gradient of their sum.
-
-        ``theta`` is ``W.ravel()`` followed by ``H.ravel()``. STI does not use
-        this (it runs the fused kernel); it is here for checks and for users.
-        """
-        X = np.asarray(X, dtype=np.float64)
-        W, H = self._split(theta, X.shape)
-        V = W @ H
-        log_lik = X * np.log(V) - V - gammaln(X + 1)
-        ratio = X / V - 1.0
-        return log_lik.ravel(), np.concatenate([(ratio @ H.T).ravel(), (W.T @ ratio).ravel()])
+    @staticmethod
+    def check_data(X):
+        """:func:`check_count_matrix`."""
+        return check_count_matrix(X)
 
     def split_log_prior(self, W, H):
         """Log prior density of the factors ``W`` (I×R) and ``H`` (R×J)."""
@@ -135,13 +103,4 @@ class PoissonNMFModel(EvidenceModel):
 
     def sample_factors(self, rng, n_rows, n_cols):
         """An exact prior draw of ``(W, H)``."""
-        R = self.n_components
-        W = rng.exponential(1.0 / self.prior_rate_w, size=(n_rows, R))
-        H = rng.exponential(1.0 / self.prior_rate_h, size=(R, n_cols))
-        return W, H
-
-    def chain_runner(self, X, y, *, sampler, batch_size):
-        """The fused block-parallel runner; ``batch_size`` is not used (the minibatch is a part)."""
-        from ._nmf_runner import NMFChainRunner
-
-        return NMFChainRunner(self, X, sampler=sampler)
+        return self._draw_factors(rng, (n_rows, n_cols))

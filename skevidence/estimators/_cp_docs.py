@@ -1,0 +1,103 @@
+"""Docstring parts the CP-model estimators and their rank selectors share.
+
+A line of a class docstring that reads ``%(name)s`` is replaced by the part
+``name``, indented as the line is, so each text lives once and cannot drift
+between the NMF and the PARAFAC classes.
+"""
+
+import textwrap
+
+__all__ = ["fill_doc"]
+
+_PARTS = {
+    "sti_parameters": r"""
+        temperatures : int or array-like, default=20
+            STI ladder (see :func:`~skevidence.sti_log_evidence`).
+        ladder : {"power", "uniform"}, default="power"
+            Kind of ladder built from an int ``temperatures``.
+        n_samples : int, default=3000
+            Iterations per temperature, burn-in included.
+        n_burnin : int, default=1000
+            Burn-in iterations per temperature.
+        """,
+    "step_and_chib_parameters": r"""
+        step_size : float or "auto", default="auto"
+            Scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
+        step_decay : float, default=0.51
+            Exponent :math:`b` of the schedule.
+        n_gibbs : int, default=9000
+            Gibbs sweeps of Chib's main run (the setting of Şimşekli et al. 2016).
+        n_gibbs_burnin : int, default=7000
+            Their burn-in.
+        n_reduced : int, default=5000
+            Sweeps of Chib's reduced runs together.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the sampler; an int makes ``fit`` reproducible (for any
+            number of numba threads).
+        verbose : int, default=0
+            Progress reporting.
+        """,
+    "evidence_attributes": r"""
+        log_evidence_ : float
+            Estimated :math:`\log p(X)`.
+        log_evidence_std_ : float
+            Its Monte-Carlo standard error (it does not cover the bias of the
+            ladder and the step size).
+        result_ : EvidenceResult
+            The full record of the estimate.
+        """,
+    "search_parameters": r"""
+        n_jobs : int, default=None
+            Ranks fitted in parallel; each task caps numba's threads at
+            ``cores // n_jobs``. Results do not depend on it.
+        random_state : int, RandomState instance or None, default=None
+            Seed shared by every rank (common random numbers).
+        verbose : int, default=0
+            ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
+        """,
+    "selector_chain_parameters": r"""
+        n_samples : int, default=10000
+            Iterations per temperature, burn-in included. Factorisation chains
+            approach equilibrium slowly when the temperature rises, so the
+            selector runs longer chains than its model's default.
+        n_burnin : int, default=4000
+            Iterations discarded at the start of each temperature.
+        """,
+    "failure_parameters": r"""
+        error_score : "raise" or float, default=np.nan
+            Score of a rank whose fit fails (``"raise"`` propagates the error).
+        memory : str, path-like or joblib.Memory, default=None
+            Cache of finished ranks: an interrupted selection run again with the
+            same ``memory`` resumes where it stopped (see
+            :class:`EvidenceGridSearch`).
+        """,
+    "selector_attributes": r"""
+        ranks_ : ndarray of shape (n_ranks,)
+            The candidate ranks, in the order given.
+        log_evidence_ : ndarray of shape (n_ranks,)
+            Log-evidence of each rank (``error_score`` where it failed).
+        log_evidence_std_ : ndarray of shape (n_ranks,)
+            Their standard errors.
+        model_probabilities_ : ndarray of shape (n_ranks,)
+            Posterior probability of each rank under a uniform prior over ``ranks``.
+        best_rank_ : int
+            The rank of largest evidence.
+        errors_ : dict
+            Rank -> error message, for the ranks whose fit failed.
+        cv_results_ : dict
+            The underlying :class:`EvidenceGridSearch` results.
+        """,
+}
+_PARTS = {name: textwrap.dedent(text).strip("\n") + "\n" for name, text in _PARTS.items()}
+
+
+def fill_doc(cls):
+    """Class decorator: replace every ``%(name)s`` line of ``cls.__doc__`` by its part."""
+    lines = []
+    for line in cls.__doc__.splitlines(keepends=True):
+        key = line.strip()
+        if key.startswith("%(") and key.endswith(")s"):
+            line = textwrap.indent(_PARTS[key[2:-2]], line[: len(line) - len(line.lstrip())])
+        lines.append(line)
+    cls.__doc__ = "".join(lines)
+    return cls

@@ -1,0 +1,82 @@
+"""What the CP-model estimators (PoissonNMF, PoissonPARAFAC) share.
+
+Their parameters, defaults and constraints, the choice of blocks, the Chib
+branch and the fit bookkeeping live here once; a model estimator adds its
+model, its input validation, its Chib call and the fitted factors.
+"""
+
+from numbers import Integral
+
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..samplers import Sampler
+from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
+
+__all__ = ["CHIB_DEFAULTS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin"]
+
+#: Default number of groups of every mode (Şimşekli et al. 2016 use 5 x 5 on a 100 x 75 matrix).
+DEFAULT_BLOCKS = 5
+
+#: Default settings of Chib's method (those of Şimşekli et al. 2016).
+CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
+
+#: Constraints of the parameters every CP-model estimator has (its rank and
+#: ``prior_rate`` are its own).
+CP_PARAMETER_CONSTRAINTS = {
+    "method": [StrOptions({"sti", "chib"})],
+    "n_blocks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "n_gibbs": [Interval(Integral, 2, None, closed="left")],
+    "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
+    "n_reduced": [Interval(Integral, 1, None, closed="left")],
+    **STI_PARAMETER_CONSTRAINTS,
+    "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
+}
+
+
+class CPEstimatorMixin(EvidenceEstimatorMixin):
+    """Fit = the evidence of a CP model of ``X`` and the posterior means of its factors.
+
+    Subclasses implement ``_model(X, n_blocks)``, ``_chib_log_evidence(model,
+    X)`` and ``_validate_fit_data``; their ``fit`` calls :meth:`_fit_factors`.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+    def _sti_params(self):
+        # Only the STI settings the estimator has: PoissonPARAFAC has no batch_size.
+        names = (name for name in STI_DEFAULTS if name in self._parameter_constraints)
+        return {name: getattr(self, name) for name in names} | {
+            "random_state": self.random_state,
+            "verbose": self.verbose,
+        }
+
+    def _chib_params(self):
+        return dict(
+            n_samples=self.n_gibbs,
+            n_burnin=self.n_gibbs_burnin,
+            n_reduced=self.n_reduced,
+            random_state=self.random_state,
+            verbose=self.verbose,
+        )
+
+    def _make_model(self, X):
+        n_blocks = min(DEFAULT_BLOCKS, *X.shape) if self.n_blocks == "auto" else self.n_blocks
+        return self._model(X, n_blocks)
+
+    def _evidence(self, model, X, y):
+        if self.method == "chib":
+            return self._chib_log_evidence(model, X)
+        return super()._evidence(model, X, y)
+
+    def _fit_factors(self, X):
+        """Validate ``X``, fit the evidence; the posterior means of the factors."""
+        X, _ = self._validate_fit_data(X, None, reset=True)
+        self._fit_evidence(X)
+        mean = self.result_.posterior_mean
+        if mean is None:
+            raise ValueError(f"method={self.method!r} returned no posterior mean of the factors.")
+        return mean
