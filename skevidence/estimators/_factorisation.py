@@ -5,6 +5,7 @@ branch and the fit bookkeeping live here once; a model estimator adds its
 model, its input validation, its Chib call and the fitted factors.
 """
 
+from dataclasses import replace
 from numbers import Integral
 
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -12,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..samplers import Sampler
 from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
-__all__ = ["CHIB_DEFAULTS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin"]
+__all__ = ["CHIB_DEFAULTS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin", "SMC_DEFAULTS"]
 
 #: Default number of groups of every mode (Şimşekli et al. 2016 use 5 x 5 on a 100 x 75 matrix).
 DEFAULT_BLOCKS = 5
@@ -20,14 +21,19 @@ DEFAULT_BLOCKS = 5
 #: Default settings of Chib's method (those of Şimşekli et al. 2016).
 CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
 
+#: Default settings of the count-arrival SMC (``method="smc"``).
+SMC_DEFAULTS = dict(n_particles=256, n_smc_runs=4)
+
 #: Constraints of the parameters every CP-model estimator has (its rank and
 #: ``prior_rate`` are its own).
 CP_PARAMETER_CONSTRAINTS = {
-    "method": [StrOptions({"sti", "chib"})],
+    "method": [StrOptions({"sti", "chib", "smc"})],
     "n_blocks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "n_gibbs": [Interval(Integral, 2, None, closed="left")],
     "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
     "n_reduced": [Interval(Integral, 1, None, closed="left")],
+    "n_particles": [Interval(Integral, 2, None, closed="left")],
+    "n_smc_runs": [Interval(Integral, 2, None, closed="left")],
     **STI_PARAMETER_CONSTRAINTS,
     "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
 }
@@ -67,9 +73,20 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         n_blocks = min(DEFAULT_BLOCKS, *X.shape) if self.n_blocks == "auto" else self.n_blocks
         return self._model(X, n_blocks)
 
+    def _smc_log_evidence(self, model, X):
+        from ..evidence.smc import smc_log_evidence
+
+        result = smc_log_evidence(
+            X, model.n_components, model.prior_rates, n_particles=self.n_particles,
+            n_runs=self.n_smc_runs, random_state=self.random_state, verbose=self.verbose,
+        )
+        return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
+
     def _evidence(self, model, X, y):
         if self.method == "chib":
             return self._chib_log_evidence(model, X)
+        if self.method == "smc":
+            return self._smc_log_evidence(model, X)
         return super()._evidence(model, X, y)
 
     def _fit_factors(self, X):

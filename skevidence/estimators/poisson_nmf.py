@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
+from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, SMC_DEFAULTS, CPEstimatorMixin
 
 __all__ = ["PoissonNMF"]
 
@@ -44,9 +44,12 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     prior_rate : float, default=1.0
         Rate :math:`\lambda_w` of the exponential prior on ``W`` (and on
         ``H`` unless ``prior_rate_h`` is given).
-    method : {"sti", "chib"}, default="sti"
-        STI (:func:`~skevidence.sti_log_evidence`) or Chib's method
-        (:func:`~skevidence.evidence.chib_log_evidence_nmf`).
+    method : {"sti", "chib", "smc"}, default="sti"
+        STI (:func:`~skevidence.sti_log_evidence`), Chib's method
+        (:func:`~skevidence.evidence.chib_log_evidence_nmf`) or the
+        exact-kernel SMC over count arrivals
+        (:func:`~skevidence.evidence.smc_log_evidence`, integer counts only),
+        the reference the others are measured against.
     n_blocks : int or "auto", default="auto"
         Row and column groups :math:`B` of the block-parallel sampler;
         ``"auto"`` is ``min(5, n_samples, n_features)``.
@@ -119,6 +122,8 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         n_gibbs=CHIB_DEFAULTS["n_gibbs"],
         n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
         n_reduced=CHIB_DEFAULTS["n_reduced"],
+        n_particles=SMC_DEFAULTS["n_particles"],
+        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
         random_state=None,
         verbose=0,
     ):
@@ -138,6 +143,8 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         self.n_gibbs = n_gibbs
         self.n_gibbs_burnin = n_gibbs_burnin
         self.n_reduced = n_reduced
+        self.n_particles = n_particles
+        self.n_smc_runs = n_smc_runs
         self.random_state = random_state
         self.verbose = verbose
 

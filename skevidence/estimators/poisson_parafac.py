@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
+from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, SMC_DEFAULTS, CPEstimatorMixin
 
 __all__ = ["PoissonPARAFAC"]
 
@@ -42,9 +42,12 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
     prior_rate : float or sequence of 3 floats, default=1.0
         Rate of the exponential priors, one for all three factors or
         :math:`(\lambda_a, \lambda_b, \lambda_c)`.
-    method : {"sti", "chib"}, default="sti"
-        STI (:func:`~skevidence.sti_log_evidence`) or Chib's method
-        (:func:`~skevidence.evidence.chib_parafac.chib_log_evidence_parafac`).
+    method : {"sti", "chib", "smc"}, default="sti"
+        STI (:func:`~skevidence.sti_log_evidence`), Chib's method
+        (:func:`~skevidence.evidence.chib_parafac.chib_log_evidence_parafac`)
+        or the exact-kernel SMC over count arrivals
+        (:func:`~skevidence.evidence.smc_log_evidence`, integer counts only),
+        the reference the others are measured against.
     n_blocks : int or "auto", default="auto"
         Groups :math:`B` of every mode for the block-parallel sampler (parts of
         :math:`IJK/B^2` entries); ``"auto"`` is ``min(5, I, J, K)``.
@@ -131,6 +134,8 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         n_gibbs=CHIB_DEFAULTS["n_gibbs"],
         n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
         n_reduced=CHIB_DEFAULTS["n_reduced"],
+        n_particles=SMC_DEFAULTS["n_particles"],
+        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
         random_state=None,
         verbose=0,
     ):
@@ -148,6 +153,8 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         self.n_gibbs = n_gibbs
         self.n_gibbs_burnin = n_gibbs_burnin
         self.n_reduced = n_reduced
+        self.n_particles = n_particles
+        self.n_smc_runs = n_smc_runs
         self.random_state = random_state
         self.verbose = verbose
 

@@ -10,6 +10,7 @@ from .chib import chib_log_evidence_nmf
 from .chib_parafac import chib_log_evidence_parafac
 from .exact import exact_log_evidence
 from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
+from .smc import smc_log_evidence
 from .sti import sti_log_evidence
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "sgais_advance",
     "sgais_init",
     "sgais_log_evidence",
+    "smc_log_evidence",
     "sti_log_evidence",
     "temperature_ladder",
     "trapezoid_weights",

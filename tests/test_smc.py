@@ -1,0 +1,270 @@
+"""The count-arrival SMC: kernels against NumPy twins, evidence against closed forms and brute force."""
+
+import numpy as np
+import pytest
+from poisson_nmf_exact import rank1_log_evidence
+from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
+from scipy import sparse, special, stats
+
+from skevidence import PoissonNMF, PoissonPARAFAC
+from skevidence.evidence.smc import combine_runs, count_entries, smc_log_evidence
+from skevidence.kernels.smc import (
+    column_sums,
+    log_ess,
+    log_intensity_block,
+    move_particles,
+    next_stop,
+    total_intensity,
+)
+
+# ----------------------------------------------------------------------------- NumPy twins
+
+
+def naive_log_intensity(particles, idx, entries):
+    """``log V`` of each entry for each particle, from the full CP intensity."""
+    return np.log(np.prod(particles[:, idx[entries]], axis=2).sum(axis=2))
+
+
+def naive_total_intensity(particles, offsets):
+    sums = np.stack([particles[:, a:b].sum(axis=1) for a, b in zip(offsets[:-1], offsets[1:])], axis=1)
+    return np.prod(sums, axis=1).sum(axis=1)
+
+
+def naive_log_ess(log_w):
+    w = np.exp(log_w - log_w.max())
+    return np.log(w.sum() ** 2 / (w**2).sum())
+
+
+def naive_next_stop(log_v, times, s, total_v, sum_log_v, min_log_ess, must_add):
+    """Try every prefix: the longest one whose ESS stays above the floor (at least 1 if must_add)."""
+    cum = sum_log_v[:, None] + np.cumsum(log_v, axis=1)
+    accepted = 0
+    for u in range(log_v.shape[1]):
+        if naive_log_ess(cum[:, u] - (times[u] - s) * total_v) < min_log_ess and (u > 0 or not must_add):
+            break
+        accepted = u + 1
+    new_sum = cum[:, accepted - 1] if accepted else sum_log_v
+    return accepted, new_sum
+
+
+def naive_sweep(F, offsets, idx, arrived, rates, exposure, rng):
+    """One Gibbs sweep at the exposure-s target, in NumPy: sources, each mode's factor, no scale move."""
+    n_modes = offsets.shape[0] - 1
+    stats_ = np.zeros(F.shape)
+    for e in np.flatnonzero(arrived):
+        q = np.prod(F[idx[e]], axis=0)
+        alloc = rng.multinomial(arrived[e], q / q.sum())
+        for m in range(n_modes):
+            stats_[idx[e, m]] += alloc
+    for m in range(n_modes):
+        sums = np.stack([F[a:b].sum(axis=0) for a, b in zip(offsets[:-1], offsets[1:])])
+        rate = rates[m] + exposure * np.prod(np.delete(sums, m, axis=0), axis=0)
+        rows = slice(offsets[m], offsets[m + 1])
+        F[rows] = rng.gamma(1.0 + stats_[rows], 1.0 / rate)
+
+
+def _problem(shape, rank, seed, scale=1.0):
+    rng = np.random.default_rng(seed)
+    factors = [rng.exponential(size=(n, rank)) for n in shape]
+    letters = "ijk"[: len(shape)]
+    V = np.einsum(",".join(c + "r" for c in letters) + "->" + letters, *factors)
+    return rng.poisson(scale * V)
+
+
+def _stacked(X):
+    idx, counts, shape = count_entries(X)
+    offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
+    return np.ascontiguousarray(idx + offsets[:-1]), counts, offsets
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
+def test_intensity_kernels_match_numpy_twins(shape):
+    X = _problem(shape, 2, 0, scale=2.0)
+    idx, counts, offsets = _stacked(X)
+    rng = np.random.default_rng(1)
+    particles = rng.exponential(size=(7, offsets[-1], 3))
+    entries = rng.integers(0, counts.size, size=11)
+    out = np.empty((7, 11))
+    log_intensity_block(particles, idx, entries, out)
+    np.testing.assert_allclose(out, naive_log_intensity(particles, idx, entries), rtol=1e-13)
+    np.testing.assert_allclose(total_intensity(particles, offsets),
+                               naive_total_intensity(particles, offsets), rtol=1e-13)
+    np.testing.assert_allclose(column_sums(particles[0], offsets),
+                               [particles[0, a:b].sum(axis=0) for a, b in zip(offsets[:-1], offsets[1:])])
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("must_add", [True, False])
+def test_next_stop_matches_numpy_twin(seed, must_add):
+    rng = np.random.default_rng(seed)
+    n_particles, n = 16, 40
+    log_v = rng.normal(0.0, 0.5, size=(n_particles, n))
+    times = np.sort(rng.uniform(0.2, 0.6, size=n))
+    total_v = rng.uniform(5.0, 10.0, size=n_particles)
+    sum_log_v = rng.normal(0.0, 0.3, size=n_particles)
+    floor = np.log(0.5 * n_particles)
+    expected_k, expected_sum = naive_next_stop(log_v, times, 0.2, total_v, sum_log_v, floor, must_add)
+    got_sum = sum_log_v.copy()
+    k = next_stop(log_v, times, 0.2, total_v, got_sum, floor, must_add)
+    assert k == expected_k
+    np.testing.assert_allclose(got_sum, expected_sum, rtol=1e-12)
+    w = rng.normal(size=30)
+    assert log_ess(w) == pytest.approx(naive_log_ess(w), rel=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 2, 3)])
+def test_move_matches_numpy_twin_in_distribution(shape):
+    """Kernel and NumPy sweeps from the same start give the same distribution (KS, two samples).
+
+    Numba's gamma stream differs from NumPy's, so the twin is compared in
+    distribution: 3000 particles, 6 sweeps each, of a rank-2 model at exposure 0.6.
+    """
+    X = np.arange(1, np.prod(shape) + 1).reshape(shape) % 4
+    idx, counts, offsets = _stacked(X)
+    rates = np.full(len(shape), 1.3)
+    rng = np.random.default_rng(0)
+    start = rng.exponential(size=(offsets[-1], 2))
+    n = 3000
+    particles = np.repeat(start[None], n, axis=0)
+    move_particles(particles, offsets, idx, counts, np.flatnonzero(counts), rates, 0.6, 6,
+                   rng.integers(0, 2**32, size=n))
+    twin = np.repeat(start[None], n, axis=0)
+    for F in twin:
+        for _ in range(6):
+            naive_sweep(F, offsets, idx, counts, rates, 0.6, rng)
+    # Statistics the scale moves leave alone: the intensities of two entries and their total.
+    for stat in (lambda P: np.prod(P[:, idx[0]], axis=1).sum(axis=1),
+                 lambda P: np.prod(P[:, idx[-1]], axis=1).sum(axis=1),
+                 lambda P: naive_total_intensity(P, offsets)):
+        assert stats.ks_2samp(stat(particles), stat(twin)).pvalue > 1e-3
+
+
+def test_move_is_reproducible_across_thread_counts():
+    import numba
+
+    X = _problem((6, 5), 2, 3, scale=2.0)
+    idx, counts, offsets = _stacked(X)
+    rng = np.random.default_rng(0)
+    start = rng.exponential(size=(9, offsets[-1], 2))
+    seeds = rng.integers(0, 2**32, size=9)
+    results = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        particles = start.copy()
+        previous = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            move_particles(particles, offsets, idx, counts, np.flatnonzero(counts), np.ones(2), 0.5, 3, seeds)
+        finally:
+            numba.set_num_threads(previous)
+        results.append(particles)
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+# ----------------------------------------------------------------------------- evidence
+
+
+def _z(result, exact):
+    return (result.log_evidence - exact) / result.std_error
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rank1_nmf_matches_closed_form(seed):
+    X = _problem((8, 6), 1, seed, scale=3.0)
+    lam = (1.0, 0.5)
+    result = smc_log_evidence(X, 1, lam, n_particles=128, n_runs=4, random_state=seed)
+    assert abs(_z(result, rank1_log_evidence(X, *lam))) < 4.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rank1_cp_matches_closed_form(seed):
+    X = _problem((5, 4, 3), 1, seed, scale=2.0)
+    lam = (1.0, 2.0, 0.5)
+    result = smc_log_evidence(X, 1, lam, n_particles=128, n_runs=4, random_state=seed)
+    assert abs(_z(result, rank1_log_evidence_cp(X, *lam))) < 4.0
+
+
+def test_rank2_matches_brute_force_importance_sampling():
+    """A 2 x 3 matrix at rank 2: the evidence by 2e6 prior draws, p(X) = E_prior[p(X | theta)]."""
+    X = np.array([[3, 0, 1], [2, 4, 0]])
+    lam = 1.0
+    rng = np.random.default_rng(0)
+    chunks = []
+    for _ in range(20):
+        W = rng.exponential(1 / lam, size=(100_000, 2, 2))
+        H = rng.exponential(1 / lam, size=(100_000, 2, 3))
+        V = W @ H
+        chunks.append((X * np.log(V) - V).sum(axis=(1, 2)) - special.gammaln(X + 1).sum())
+    log_lik = np.concatenate(chunks)
+    peak = log_lik.max()
+    ratios = np.exp(log_lik - peak)
+    exact = peak + np.log(ratios.mean())
+    exact_se = ratios.std() / np.sqrt(ratios.size) / ratios.mean()
+    result = smc_log_evidence(X, 2, lam, n_particles=256, n_runs=4, random_state=1)
+    assert abs(result.log_evidence - exact) < 4.0 * np.hypot(result.std_error, exact_se)
+
+
+def test_combine_runs_corrects_the_lognormal_bias():
+    """log Z_k ~ N(log Z - s^2/2, s^2) gives back log Z; the error bar is the formula's."""
+    rng = np.random.default_rng(0)
+    sigma = 1.2
+    draws = rng.normal(-sigma**2 / 2, sigma, size=(4000, 8))
+    estimates = np.array([combine_runs(row)[0] for row in draws])
+    assert abs(estimates.mean()) < 4 * estimates.std() / np.sqrt(len(estimates))
+    se = np.array([combine_runs(row)[1] for row in draws])
+    assert 0.7 < estimates.std() / np.median(se) < 1.3
+
+
+def test_sparse_input_and_threads_give_the_same_result():
+    X = _problem((7, 5), 2, 4)
+    dense = smc_log_evidence(X, 2, n_particles=32, n_runs=2, random_state=3, n_jobs=1)
+    sparse_ = smc_log_evidence(sparse.coo_array(X), 2, n_particles=32, n_runs=2, random_state=3)
+    assert dense.log_evidence == sparse_.log_evidence
+    assert dense.method == "smc"
+    assert dense.posterior_mean[0].shape == (7, 2)
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        (np.array([[1.5, 2.0]]), "non-integer"),
+        (np.array([[-1, 2]]), "negative"),
+        (np.array([1, 2, 3]), "at least two modes"),
+        (np.array([[np.nan, 1]]), "NaN"),
+        (np.zeros((0, 3)), "empty"),
+    ],
+)
+def test_bad_input_is_refused(X, match):
+    with pytest.raises(ValueError, match=match):
+        smc_log_evidence(X, 1)
+
+
+def test_bad_settings_are_refused():
+    X = np.ones((3, 3), dtype=int)
+    with pytest.raises(ValueError, match="n_runs"):
+        smc_log_evidence(X, 1, n_runs=1)
+    with pytest.raises(ValueError, match="ess_threshold"):
+        smc_log_evidence(X, 1, ess_threshold=1.0)
+    with pytest.raises(ValueError, match="prior rates"):
+        smc_log_evidence(X, 1, prior_rates=(1.0, -1.0))
+
+
+def test_estimators_offer_method_smc():
+    X = _problem((6, 5), 2, 0, scale=2.0)
+    nmf = PoissonNMF(2, method="smc", n_particles=32, n_smc_runs=2, random_state=0).fit(X)
+    assert nmf.result_.method == "smc" and nmf.components_.shape == (2, 5)
+    assert nmf.score(X) == nmf.log_evidence_
+    T = _problem((4, 3, 5), 2, 1)
+    cp = PoissonPARAFAC(2, method="smc", n_particles=32, n_smc_runs=2, random_state=0).fit(T)
+    assert [F.shape for F in cp.factors_] == [(4, 2), (3, 2), (5, 2)]
+
+
+@pytest.mark.slow
+def test_spread_of_independent_estimates_matches_the_stated_error():
+    """Eight independent estimates scatter as their stated standard errors say (chi-square, 8 dof)."""
+    X = _problem((12, 10), 1, 5, scale=3.0)
+    exact = rank1_log_evidence(X, 1.0, 1.0)
+    results = [smc_log_evidence(X, 1, n_particles=256, n_runs=4, random_state=seed) for seed in range(8)]
+    z = np.array([_z(r, exact) for r in results])
+    assert np.all(np.abs(z) < 4.0)
+    chi2 = float((z**2).sum())
+    assert stats.chi2.sf(chi2, df=8) > 1e-3, z
