@@ -6,7 +6,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS
+from ._factorisation import CHIB_DEFAULTS, SMC_DEFAULTS
 from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
 
@@ -15,7 +15,7 @@ __all__ = ["BayesianNMFRankSelector"]
 #: PoissonNMF parameters the selector passes through unchanged.
 _NMF_PARAMS = (
     "prior_rate", "method", "n_blocks", "sampler", "prior_rate_h", "temperatures", "ladder",
-    "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced",
+    "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
     "random_state",
 )  # fmt: skip
 
@@ -39,8 +39,8 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         Candidate ranks; each at least 1 and at most ``min(n_samples, n_features)``.
     prior_rate : float, default=1.0
         Rate of the exponential priors (see :class:`PoissonNMF`).
-    method : {"sti", "chib"}, default="sti"
-        Evidence method.
+    method : {"sti", "chib", "smc"}, default="sti"
+        Evidence method (see the model estimator).
     %(search_parameters)s
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule of every rank's chains (see :class:`PoissonNMF`).
@@ -50,7 +50,7 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         hundreds of nats low (read the :ref:`accuracy notes <nmf>`).
     %(selector_chain_parameters)s
     n_blocks, prior_rate_h, temperatures, ladder, step_size, step_decay, \
-n_gibbs, n_gibbs_burnin, n_reduced
+n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         Passed to every :class:`PoissonNMF` (see there).
     %(failure_parameters)s
 
@@ -107,6 +107,8 @@ n_gibbs, n_gibbs_burnin, n_reduced
         n_gibbs=CHIB_DEFAULTS["n_gibbs"],
         n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
         n_reduced=CHIB_DEFAULTS["n_reduced"],
+        n_particles=SMC_DEFAULTS["n_particles"],
+        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
         error_score=np.nan,
         memory=None,
     ):
@@ -128,6 +130,8 @@ n_gibbs, n_gibbs_burnin, n_reduced
         self.n_gibbs = n_gibbs
         self.n_gibbs_burnin = n_gibbs_burnin
         self.n_reduced = n_reduced
+        self.n_particles = n_particles
+        self.n_smc_runs = n_smc_runs
         self.error_score = error_score
         self.memory = memory
 

@@ -5,7 +5,7 @@ from sklearn.base import BaseEstimator, _fit_context
 
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS
+from ._factorisation import CHIB_DEFAULTS, SMC_DEFAULTS
 from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
 from .poisson_parafac import PoissonPARAFAC
 
@@ -14,7 +14,8 @@ __all__ = ["PARAFACRankSelector"]
 #: PoissonPARAFAC parameters the selector passes through unchanged.
 _PARAFAC_PARAMS = (
     "prior_rate", "method", "n_blocks", "sampler", "temperatures", "ladder", "n_samples", "n_burnin",
-    "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "random_state",
+    "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
+    "random_state",
 )  # fmt: skip
 
 
@@ -43,8 +44,9 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
         rank-one terms).
     prior_rate : float or sequence of 3 floats, default=1.0
         Rate of the exponential priors (see :class:`PoissonPARAFAC`).
-    method : {"sti", "chib"}, default="sti"
-        Evidence method (``"chib"`` for small integer tensors).
+    method : {"sti", "chib", "smc"}, default="sti"
+        Evidence method (``"chib"`` and ``"smc"`` for integer tensors; see
+        :class:`PoissonPARAFAC`).
     %(search_parameters)s
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule of every rank's chains. The default differs from
@@ -53,7 +55,7 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
         rank-1 evidence.
     %(selector_chain_parameters)s
     n_blocks, temperatures, ladder, step_size, step_decay, n_gibbs, \
-n_gibbs_burnin, n_reduced
+n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         Passed to every :class:`PoissonPARAFAC` (see there).
     %(failure_parameters)s
 
@@ -111,6 +113,8 @@ n_gibbs_burnin, n_reduced
         n_gibbs=CHIB_DEFAULTS["n_gibbs"],
         n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
         n_reduced=CHIB_DEFAULTS["n_reduced"],
+        n_particles=SMC_DEFAULTS["n_particles"],
+        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
         error_score=np.nan,
         memory=None,
     ):
@@ -131,6 +135,8 @@ n_gibbs_burnin, n_reduced
         self.n_gibbs = n_gibbs
         self.n_gibbs_burnin = n_gibbs_burnin
         self.n_reduced = n_reduced
+        self.n_particles = n_particles
+        self.n_smc_runs = n_smc_runs
         self.error_score = error_score
         self.memory = memory
 

@@ -1,0 +1,242 @@
+"""How accurate are the factorisation evidences? STI and Chib's method against the exact-kernel SMC.
+
+Count matrices and tensors are drawn from the model (factors ~ Exp(rate),
+X ~ Poisson(CP intensity)) at ranks 2 to 6, several shapes and prior rates,
+10^3 to 10^5 counts, dense and sparse. For each case and each rank around
+the true one the log-evidence is estimated by
+
+* **SMC**: the exact-kernel SMC over count arrivals (``method="smc"``), the
+  yardstick: its only error is Monte-Carlo, and its error bar is the spread
+  of independent runs (``smc_log_evidence``);
+* **Chib**: Chib's method at the estimators' defaults (``method="chib"``);
+* **STI**: the rank selectors (``BayesianNMFRankSelector`` /
+  ``PARAFACRankSelector``) at their defaults.
+
+It prints, per case and rank, each estimate with its stated standard error,
+the error against the SMC in nats and in combined stated standard errors
+(``z``), and per case the rank each method would choose; then a summary: the
+share of (case, rank) pairs within 3 combined SEs of the SMC, and how often
+each method's choice is one the SMC cannot tell from its best (within 2
+combined SEs of the SMC's best rank).
+
+Usage::
+
+    python benchmarks/bench_accuracy.py                 # all cases (about an hour on 2 cores)
+    python benchmarks/bench_accuracy.py --quick         # 4 small cases, a few minutes
+    python benchmarks/bench_accuracy.py --cases m40x30r3 t10x12x8r3 --methods smc chib
+    python benchmarks/bench_accuracy.py --json results.json   # also write every number
+
+Options: ``--particles`` and ``--runs`` set the SMC (default: by the number of counts,
+see ``smc_settings``); ``--seed`` the seed of every method; ``--n-jobs`` the ranks
+the selectors fit at once.
+"""
+
+import argparse
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from _environment import git_state
+
+import skevidence
+from skevidence import BayesianNMFRankSelector, PARAFACRankSelector, PoissonNMF, PoissonPARAFAC
+from skevidence.evidence import smc_log_evidence
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    shape: tuple
+    true_rank: int
+    prior_rate: float
+    sparse: bool = False
+    seed: int = 0
+
+    def data(self):
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, *self.shape, self.true_rank]))
+        factors = [rng.exponential(1.0 / self.prior_rate, size=(n, self.true_rank)) for n in self.shape]
+        letters = "ijk"[: len(self.shape)]
+        V = np.einsum(",".join(c + "r" for c in letters) + "->" + letters, *factors)
+        X = rng.poisson(V)
+        if self.sparse:
+            return sparse.coo_array(X) if X.ndim == 3 else sparse.csr_matrix(X)
+        return X
+
+    def ranks(self):
+        return list(range(max(1, self.true_rank - 1), self.true_rank + 2))
+
+
+# Expected counts per entry = R / rate^modes: the rates set the size of the data.
+CASES = [
+    Case("m24x36r2", (24, 36), 2, 1.0),
+    Case("m40x30r3", (40, 30), 3, 1.0),
+    Case("m40x30r3s", (40, 30), 3, 1.0, seed=1),
+    Case("m30x20r2", (30, 20), 2, 0.5),
+    Case("m60x40r3", (60, 40), 3, 0.7),
+    Case("m50x50r4", (50, 50), 4, 0.6),
+    Case("m100x75r3", (100, 75), 3, 2.0),
+    Case("m100x75r6", (100, 75), 6, 2.0),
+    Case("m80x60r4", (80, 60), 4, 0.5),
+    Case("m80x60r5", (80, 60), 5, 0.8),
+    Case("m200x150r2sp", (200, 150), 2, 3.0, sparse=True),
+    Case("m300x200r3sp", (300, 200), 3, 2.5, sparse=True),
+    Case("m120x90r5", (120, 90), 5, 1.0),
+    Case("m40x60r6", (40, 60), 6, 0.8),
+    Case("t10x12x8r2", (10, 12, 8), 2, 1.0),
+    Case("t10x12x8r3", (10, 12, 8), 3, 1.0),
+    Case("t14x12x10r3", (14, 12, 10), 3, 0.5),
+    Case("t10x15x20r4", (10, 15, 20), 4, 1.0),
+    Case("t20x15x10r2sp", (20, 15, 10), 2, 2.0, sparse=True),
+    Case("t30x20x15r3sp", (30, 20, 15), 3, 1.8, sparse=True),
+    Case("t12x10x8r5", (12, 10, 8), 5, 0.6),
+    Case("t16x16x16r4", (16, 16, 16), 4, 0.7),
+]
+
+QUICK = ["m24x36r2", "m40x30r3", "t10x12x8r3", "m200x150r2sp"]
+
+
+def smc_settings(n_counts, rank):
+    """Particles and runs of the SMC: enough that the runs' log-evidences spread by about a nat."""
+    particles = 256 if n_counts < 3e4 else 512
+    return particles, 4
+
+
+def n_counts(X):
+    return int(X.sum())
+
+
+def fit_smc(case, X, rank, args):
+    particles, runs = smc_settings(n_counts(X), rank)
+    particles = args.particles or particles
+    runs = args.runs or runs
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = smc_log_evidence(X, rank, case.prior_rate, n_particles=particles, n_runs=runs,
+                             random_state=args.seed)
+    return dict(value=r.log_evidence, se=r.std_error, time=time.perf_counter() - t0,
+                spread=r.diagnostics["run_spread"], steps=float(np.mean(r.diagnostics["n_steps"])),
+                warned=bool(caught))
+
+
+def fit_chib(case, X, rank, args):
+    Estimator, rank_param = (PoissonNMF, "n_components") if len(case.shape) == 2 else (PoissonPARAFAC, "rank")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = Estimator(**{rank_param: rank}, prior_rate=case.prior_rate, method="chib",
+                        random_state=args.seed).fit(X)
+    return dict(value=est.log_evidence_, se=est.log_evidence_std_, time=time.perf_counter() - t0,
+                warned=bool(caught))
+
+
+def fit_sti(case, X, ranks, args):
+    Selector = BayesianNMFRankSelector if len(case.shape) == 2 else PARAFACRankSelector
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sel = Selector(ranks=ranks, prior_rate=case.prior_rate, n_jobs=args.n_jobs,
+                       random_state=args.seed).fit(X)
+    elapsed = time.perf_counter() - t0
+    return {
+        rank: dict(value=float(v), se=float(s), time=elapsed / len(ranks), warned=bool(caught))
+        for rank, v, s in zip(ranks, sel.log_evidence_, sel.log_evidence_std_)
+    }
+
+
+def chosen(results, ranks):
+    values = [results[r]["value"] if r in results else -np.inf for r in ranks]
+    return ranks[int(np.argmax(values))]
+
+
+def indistinguishable(smc, ranks, rank):
+    """Ranks whose SMC evidence is within 2 combined SEs of the SMC's best."""
+    best = chosen(smc, ranks)
+    top, top_se = smc[best]["value"], smc[best]["se"]
+    return abs(smc[rank]["value"] - top) <= 2.0 * np.hypot(smc[rank]["se"], top_se)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cases", nargs="+")
+    parser.add_argument("--methods", nargs="+", default=["smc", "chib", "sti"], choices=["smc", "chib", "sti"])
+    parser.add_argument("--particles", type=int)
+    parser.add_argument("--runs", type=int)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    names = args.cases or (QUICK if args.quick else [c.name for c in CASES])
+    cases = [c for c in CASES if c.name in names]
+    if "smc" not in args.methods:
+        parser.error("the SMC is the yardstick: --methods must include smc")
+
+    print(f"skevidence {skevidence.__version__} ({git_state()}), {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.2f}; seed {args.seed}")
+    header = (f"{'case':<14} {'counts':>7} {'nz%':>4} {'R':>2} {'SMC ± se (spread)':>26} {'t':>6} | "
+              f"{'Chib - SMC (z)':>18} {'t':>5} | {'STI - SMC (z)':>18} {'t':>5}")
+    print(header)
+    print("-" * len(header))
+    table = {}
+    t_start = time.perf_counter()
+    for case in cases:
+        X = case.data()
+        dense = X.toarray() if sparse.issparse(X) else X
+        counts, nz = int(dense.sum()), 100.0 * np.count_nonzero(dense) / dense.size
+        ranks = case.ranks()
+        results = {m: {} for m in args.methods}
+        if "sti" in args.methods:
+            results["sti"] = fit_sti(case, X, ranks, args)
+        for rank in ranks:
+            results["smc"][rank] = fit_smc(case, X, rank, args)
+            if "chib" in args.methods:
+                results["chib"][rank] = fit_chib(case, X, rank, args)
+            smc = results["smc"][rank]
+            line = (f"{case.name:<14} {counts:>7} {nz:>4.0f} {rank:>2} "
+                    f"{smc['value']:>12.1f} ± {smc['se']:>4.1f} ({smc['spread']:>4.1f})"
+                    f"{'!' if smc['warned'] else ' '} {smc['time']:>5.0f}s |")
+            for method in ("chib", "sti"):
+                if method not in results:
+                    line += f" {'':>18} {'':>5} |"
+                    continue
+                r = results[method][rank]
+                diff = r["value"] - smc["value"]
+                z = diff / np.hypot(r["se"], smc["se"])
+                r["error"], r["z"] = diff, z
+                line += f" {diff:>+9.1f} ({z:>+6.1f}){'!' if r['warned'] else ' '} {r['time']:>4.0f}s |"
+            print(line, flush=True)
+        picks = {m: chosen(results[m], ranks) for m in results}
+        print(f"{'':<14} chosen rank: " + ", ".join(f"{m} {picks[m]}" for m in results)
+              + f" (true {case.true_rank})", flush=True)
+        table[case.name] = dict(case=case.__dict__, counts=counts, ranks=ranks, picks=picks,
+                                results={m: {str(k): v for k, v in r.items()} for m, r in results.items()})
+
+    print()
+    print(f"summary over {len(table)} cases ({time.perf_counter() - t_start:.0f} s; "
+          f"'!' = the method warned; z = error / combined stated SE):")
+    for method in args.methods:
+        if method == "smc":
+            continue
+        zs, ok_picks = [], 0
+        for entry in table.values():
+            res = {int(k): v for k, v in entry["results"][method].items()}
+            smc = {int(k): v for k, v in entry["results"]["smc"].items()}
+            zs += [res[r]["z"] for r in entry["ranks"]]
+            ok_picks += indistinguishable(smc, entry["ranks"], entry["picks"][method])
+        zs = np.abs(np.array(zs))
+        print(f"  {method:<5} within 3 SE: {np.mean(zs <= 3):6.1%} of {zs.size} (case, rank) pairs; "
+              f"median |z| {np.median(zs):.1f}; chooses a rank the SMC cannot tell from its best in "
+              f"{ok_picks} of {len(table)} cases")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(table, f, indent=1, default=float)
+
+
+if __name__ == "__main__":
+    main()
