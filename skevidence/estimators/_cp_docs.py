@@ -31,8 +31,10 @@ _PARTS = {
             Their burn-in.
         n_reduced : int, default=5000
             Sweeps of Chib's reduced runs together.
-        n_particles : int, default=256
-            Particles of each run of the count-arrival SMC (``method="smc"``).
+        n_particles : int or "auto", default="auto"
+            Particles of each run of the count-arrival SMC (``method="smc"``);
+            ``"auto"`` raises them until the runs agree within a nat (see
+            :func:`~skevidence.evidence.smc_log_evidence`).
         n_smc_runs : int, default=4
             Independent SMC runs; their spread is the SMC's error bar.
         random_state : int, RandomState instance or None, default=None

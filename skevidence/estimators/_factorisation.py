@@ -22,7 +22,7 @@ DEFAULT_BLOCKS = 5
 CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
 
 #: Default settings of the count-arrival SMC (``method="smc"``).
-SMC_DEFAULTS = dict(n_particles=256, n_smc_runs=4)
+SMC_DEFAULTS = dict(n_particles="auto", n_smc_runs=4)
 
 #: Constraints of the parameters every CP-model estimator has (its rank and
 #: ``prior_rate`` are its own).
@@ -32,7 +32,7 @@ CP_PARAMETER_CONSTRAINTS = {
     "n_gibbs": [Interval(Integral, 2, None, closed="left")],
     "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
     "n_reduced": [Interval(Integral, 1, None, closed="left")],
-    "n_particles": [Interval(Integral, 2, None, closed="left")],
+    "n_particles": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
     "n_smc_runs": [Interval(Integral, 2, None, closed="left")],
     **STI_PARAMETER_CONSTRAINTS,
     "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
