@@ -1,8 +1,10 @@
-r"""Fused block-parallel SG-MCMC chains for Poisson CP models of any order (ALGORITHMS.md section 4).
+r"""Fused block-parallel SG-MCMC chains for Poisson CP models of two and three modes (ALGORITHMS.md section 4).
 
 One call of :func:`run_cp_chain` runs a whole SGLD, pSGLD or log-space SGLD
 chain at one inverse temperature :math:`t` for a CP (CANDECOMP/PARAFAC)
-decomposition of an ``N``-way count array, with no Python per iteration:
+decomposition of an ``N``-way count array, with no Python per iteration
+(the parts, buffers and sparse sums are written for any ``N``; the inner
+loops of a block exist for ``N = 2`` and ``3``):
 
 .. math::
     x_{i_1 \dots i_N} \sim \mathrm{Poisson}(V_{i_1 \dots i_N}),\quad
@@ -10,52 +12,42 @@ decomposition of an ``N``-way count array, with no Python per iteration:
     F^{(m)}_{ir} \sim \mathrm{Exp}(\lambda_m).
 
 Poisson NMF :math:`X \approx WH` is the two-way case (``F^(0) = W``,
-``F^(1) = H^T``), Poisson PARAFAC (Şimşekli, Cemgil and Ermiş 2015) the
-three-way one; :mod:`skevidence.kernels.nmf` and
-:mod:`skevidence.kernels.parafac` give them their own names. The update rule
-comes from :mod:`skevidence.kernels._langevin`, the per-entry likelihood from
-:mod:`skevidence.kernels._likelihood`.
+``F^(1) = H^T``), Poisson PARAFAC (Nguyen et al. 2018) the three-way one;
+:mod:`skevidence.kernels.nmf` and :mod:`skevidence.kernels.parafac` give them
+their own names. The update rule comes from :mod:`skevidence.kernels._langevin`,
+the per-entry likelihood from :mod:`skevidence.kernels._likelihood`.
 
 **Blocks and parts** (Gemulla et al. 2011 for matrices). Every mode is cut
 into ``B`` contiguous groups (:class:`~skevidence.kernels.blocks.BlockData`).
-Part ``(p_1, ..., p_{N-1})`` is the ``B`` blocks with group ``b`` of mode 0
-and group ``(b + p_m) mod B`` of mode ``m``, ``b = 0..B-1``: mutually disjoint
-in every mode, so block ``b`` reads and writes only its rows of every factor
-(and of their pSGLD preconditioners) and the ``B`` block updates run in
-parallel (``prange`` over ``b``); every entry of every factor is updated
-exactly once per iteration. Every iteration draws the part uniformly among
-the :math:`B^{N-1}` parts from a master random stream (one index
-:math:`\sum_m p_m B^{N-1-m}`). The part is the minibatch, of ``N_s`` entries;
-its log-likelihood and gradient are scaled by ``N / N_s`` (NMF) or by the
-number of parts :math:`B^{N-1}` (``part_scale``, PARAFAC), which is unbiased
-whatever the group sizes and equals ``N / N_s`` for even ones.
+Part ``(p_1, ..., p_{N-1})``, index :math:`\sum_m p_m B^{N-1-m}`, is the ``B``
+blocks with group ``b`` of mode 0 and group ``(b + p_m) mod B`` of mode ``m``:
+disjoint in every mode, so the ``B`` block updates run in parallel (``prange``)
+and every factor entry is updated once per iteration. Each iteration draws a
+part uniformly from a master random stream; the part is the minibatch, of
+``N_s`` entries, its log-likelihood and gradient scaled by the number of
+parts :math:`B^{N-1}` (``part_scale``: unbiased for uneven groups) or by
+``N / N_s`` (NMF's scale; the same for even groups).
 
-**Random streams.** Stream 0 (the master) draws the parts; stream ``1 + b``
-gives all the noise of the block with mode-0 group ``b``: the normals of its
-rows of ``F^(0)``, then of ``F^(1)``, ... (each row-major). Streams are seeded
-from the chain's ``SeedSequence`` (:func:`skevidence.kernels._rng.seed_streams`)
-and each is advanced by one thread at a time, so results are bitwise identical
-for any numba thread count. Per-block log-likelihoods are summed in block
-order after the parallel loop.
+**Random streams.** Stream 0 draws the parts; stream ``1 + b`` gives all the
+noise of the block with mode-0 group ``b``: the normals of its rows of
+``F^(0)``, then of ``F^(1)``, ... Each stream is advanced by one thread at a
+time and per-block log-likelihoods are summed in block order, so results are
+bitwise identical for any numba thread count.
 
-**What is recorded.** After burn-in (iterations ``k > n_burnin``) the kernel
-records the scaled log-likelihood of the part at the state *before* iteration
-``k``'s update, on the part that drives that update, and adds that same
-pre-update state to the running sums of the factors; the final state is
-returned in place and is not part of the means.
+**What is recorded.** After burn-in (``k > n_burnin``) the kernel records the
+scaled log-likelihood of the drawn part at the state *before* iteration
+``k``'s update and adds that state to the running sums of the factors; the
+final state is returned in place and is not part of the means.
 
 **Layout and inner loops.** The factors are stacked into one C-contiguous
-``(sum_m n_m, R)`` array, mode ``m`` in rows ``offsets[m]:offsets[m + 1]``, so
-that a block's rows of any factor are one contiguous run (NMF's ``H`` is held
-transposed for this). A dense two-way block takes its intensities and
-gradients from three BLAS products; a dense three-way block visits every
-entry once, forming :math:`V`, the log-likelihood and the three gradients in
-one pass. The sparse kernel, of any order, visits only the block's non-zeros
-for the :math:`x \log V` and :math:`x / V` terms and gets :math:`\sum V` over
-the block and its gradient from the factor sums (exact),
-:math:`\sum_{\text{block}} V = \sum_r \prod_m \sum_{i \in \text{group}_m} F^{(m)}_{ir}`,
-at :math:`O(\mathrm{nnz}\,R + (\sum_m n_m) R)` per iteration. Entries with
-:math:`x = 0` contribute :math:`-V` only (so :math:`0 \log 0` is never formed).
+``(sum_m n_m, R)`` array, so that a block's rows of any factor are one
+contiguous run (NMF's ``H`` is held transposed for this). A dense two-way block
+takes :math:`V` and its gradients from three BLAS products, a dense three-way
+block visits every entry once; a sparse block visits only its non-zeros for the
+:math:`x \log V` and :math:`x / V` terms and gets :math:`\sum V` and its
+gradient from the factor sums (exact, :math:`\sum_r \prod_m \sum_{i}
+F^{(m)}_{ir}`), at :math:`O(\mathrm{nnz}\,R + (\sum_m n_m) R)` per iteration.
+Entries with :math:`x = 0` contribute :math:`-V` only.
 """
 
 import numbers
@@ -86,11 +78,6 @@ from ._rng import seed_streams, uniform_index
 from .blocks import BlockData
 
 __all__ = ["CPChainResult", "compile_cp_kernels", "run_cp_chain", "score_cp_prior"]
-
-
-# --------------------------------------------------------------------------
-# Kernels (private; inputs validated and normalised by run_cp_chain)
-# --------------------------------------------------------------------------
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -127,23 +114,36 @@ def _part_sizes(bounds, part_scale):
     return sizes, scales
 
 
+@njit(cache=True, fastmath=FASTMATH, inline="always")
+def _views(F, g, rows, m):
+    """Factor ``m`` of the stacked ``F``, indexed by mode index, and its block gradient ``(n, R)`` in ``g``.
+
+    ``rows[o]`` is the block's ``(first, end)`` rows of factor ``o`` in ``F``,
+    then in mode ``o``; ``g`` holds the block's gradients in mode order. The
+    inner loops index these views as the kernels per model did (flat offset
+    arithmetic in their place cost 15 % of a sparse NMF iteration).
+    """
+    R = F.shape[1]
+    at = 0
+    for o in range(m):
+        at += (rows[o, 1] - rows[o, 0]) * R
+    n = rows[m, 1] - rows[m, 0]
+    return F[rows[m, 0] - rows[m, 2] : rows[m, 1]], g[at : at + n * R].reshape((n, R))
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def _dense_block_2(X, F, rows, g, work, keep):
     """Likelihood gradients of one dense two-way block into ``g``; its log-likelihood.
 
-    ``rows`` holds the block's row range of each factor in the stacked ``F``
-    (``W`` rows, then ``H^T`` rows) and the block's row and column range of
-    ``X``; ``g`` (flat: ``gW`` then ``gHt``) and ``work`` are the block's
-    buffers. ``V`` comes from one BLAS product and returns the gradients
-    through two more. The log-likelihood (without the lgamma term) is only
-    computed when ``keep``; otherwise 0 is returned.
+    ``V`` comes from one BLAS product and returns the gradients through two
+    more. The log-likelihood (without the lgamma term) is only computed when
+    ``keep``; otherwise 0 is returned.
     """
-    R = F.shape[1]
     i0, i1, j0, j1 = rows[0, 2], rows[0, 3], rows[1, 2], rows[1, 3]
-    ni, nj = i1 - i0, j1 - j0
-    Wb = F[rows[0, 0] : rows[0, 1]]
-    Htb = F[rows[1, 0] : rows[1, 1]]
-    V = work[: ni * nj].reshape((ni, nj))
+    W, gW = _views(F, g, rows, 0)
+    Ht, gHt = _views(F, g, rows, 1)
+    Wb, Htb = W[i0:i1], Ht[j0:j1]
+    V = work[: (i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
     np.dot(Wb, Htb.T, V)
     ll = 0.0
     for i in range(i0, i1):
@@ -154,8 +154,8 @@ def _dense_block_2(X, F, rows, g, work, keep):
                 ll += entry_loglik(x, v)
             V[i - i0, j - j0] = entry_grad(x, v)
     # V now holds E = dlog p / dV.
-    np.dot(V, Htb, g[: ni * R].reshape((ni, R)))
-    np.dot(V.T, Wb, g[ni * R : (ni + nj) * R].reshape((nj, R)))
+    np.dot(V, Htb, gW)
+    np.dot(V.T, Wb, gHt)
     return ll
 
 
@@ -164,14 +164,10 @@ def _dense_block_3(X, F, rows, g, work, keep):
     """Three-way counterpart of :func:`_dense_block_2`: one fused pass over the block's entries."""
     R = F.shape[1]
     i0, i1, j0, j1, k0, k1 = rows[0, 2], rows[0, 3], rows[1, 2], rows[1, 3], rows[2, 2], rows[2, 3]
-    A = F[rows[0, 0] - i0 : rows[0, 1]]  # A[i] for i in i0:i1
-    Bf = F[rows[1, 0] - j0 : rows[1, 1]]
-    C = F[rows[2, 0] - k0 : rows[2, 1]]
-    ni, nj, nk = i1 - i0, j1 - j0, k1 - k0
-    gA = g[: ni * R].reshape((ni, R))
-    gB = g[ni * R : (ni + nj) * R].reshape((nj, R))
-    gC = g[(ni + nj) * R : (ni + nj + nk) * R].reshape((nk, R))
-    g[: (ni + nj + nk) * R] = 0.0
+    A, gA = _views(F, g, rows, 0)
+    Bf, gB = _views(F, g, rows, 1)
+    C, gC = _views(F, g, rows, 2)
+    g[: (i1 - i0 + j1 - j0 + k1 - k0) * R] = 0.0
     ab = work[:R]
     ll = 0.0
     for i in range(i0, i1):
@@ -195,54 +191,40 @@ def _dense_block_3(X, F, rows, g, work, keep):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _nonzeros_2(coords, vals, start, stop, F, rows, g, keep):
-    """The non-zeros' terms of a sparse two-way block: :math:`\\sum x \\log V` and :math:`x / V` times the factors."""
+def _nonzeros(X, coords, vals, start, stop, F, rows, g, keep):
+    """The non-zeros' terms of a sparse block: :math:`\\sum x \\log V` and :math:`x / V` times the factors.
+
+    ``X`` is the empty array of the data's order; ``X.ndim`` is a compile-time
+    constant, so the branches on it cost nothing and each order gets the
+    inner loop of its former kernel.
+    """
     R = F.shape[1]
-    gj0 = (rows[0, 1] - rows[0, 0]) * R  # where H^T's gradient starts in g
+    three = X.ndim == 3
+    last = X.ndim - 1
+    i0, j0, k0 = rows[0, 2], rows[1, 2], rows[last, 2]
+    A, gA = _views(F, g, rows, 0)
+    Bf, gB = _views(F, g, rows, 1)
+    C, gC = _views(F, g, rows, last)
     ll = 0.0
     for e in range(start, stop):
-        i = rows[0, 0] - rows[0, 2] + coords[0, e]  # the entry's rows of F
-        j = rows[1, 0] - rows[1, 2] + coords[1, e]
-        gi = (coords[0, e] - rows[0, 2]) * R
-        gj = gj0 + (coords[1, e] - rows[1, 2]) * R
+        i = coords[0, e]
+        j = coords[1, e]
+        k = coords[last, e]
         x = vals[e]
         v = 0.0
         for r in range(R):
-            v += F[i, r] * F[j, r]
+            v += A[i, r] * Bf[j, r] * C[k, r] if three else A[i, r] * Bf[j, r]
         if keep:
             ll += nonzero_loglik(x, v)
         ratio = nonzero_grad(x, v)
         for r in range(R):
-            g[gi + r] += ratio * F[j, r]
-            g[gj + r] += ratio * F[i, r]
-    return ll
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _nonzeros_3(coords, vals, start, stop, F, rows, g, keep):
-    """Three-way counterpart of :func:`_nonzeros_2`."""
-    R = F.shape[1]
-    gj0 = (rows[0, 1] - rows[0, 0]) * R
-    gk0 = gj0 + (rows[1, 1] - rows[1, 0]) * R
-    ll = 0.0
-    for e in range(start, stop):
-        i = rows[0, 0] - rows[0, 2] + coords[0, e]
-        j = rows[1, 0] - rows[1, 2] + coords[1, e]
-        k = rows[2, 0] - rows[2, 2] + coords[2, e]
-        gi = (coords[0, e] - rows[0, 2]) * R
-        gj = gj0 + (coords[1, e] - rows[1, 2]) * R
-        gk = gk0 + (coords[2, e] - rows[2, 2]) * R
-        x = vals[e]
-        v = 0.0
-        for r in range(R):
-            v += F[i, r] * F[j, r] * F[k, r]
-        if keep:
-            ll += nonzero_loglik(x, v)
-        ratio = nonzero_grad(x, v)
-        for r in range(R):
-            g[gi + r] += ratio * F[j, r] * F[k, r]
-            g[gj + r] += ratio * F[i, r] * F[k, r]
-            g[gk + r] += ratio * F[i, r] * F[j, r]
+            if three:
+                gA[i - i0, r] += ratio * Bf[j, r] * C[k, r]
+                gB[j - j0, r] += ratio * A[i, r] * C[k, r]
+                gC[k - k0, r] += ratio * A[i, r] * Bf[j, r]
+            else:
+                gA[i - i0, r] += ratio * Bf[j, r]
+                gB[j - j0, r] += ratio * A[i, r]
     return ll
 
 
@@ -250,10 +232,9 @@ def _nonzeros_3(coords, vals, start, stop, F, rows, g, keep):
 def _sparse_block(X, coords, vals, start, stop, F, rows, g, sums, keep):
     """Sparse counterpart of the dense blocks over non-zeros ``start:stop``.
 
-    The non-zeros take one specialised loop per order (as fast as the
-    kernels they replace; a loop over modes in it cost three times as
-    much); :math:`-\\sum V` over the block and its gradient come from the
-    factor sums, which ``sums`` (n_modes, R) receives.
+    The non-zeros take :func:`_nonzeros` (a loop over modes in its inner
+    loop cost three times as much); :math:`-\\sum V` over the block and its
+    gradient come from the factor sums, which ``sums`` (n_modes, R) receives.
     """
     n_modes, R = rows.shape[0], F.shape[1]
     g[: sum([(rows[m, 1] - rows[m, 0]) * R for m in range(n_modes)])] = 0.0
@@ -263,11 +244,7 @@ def _sparse_block(X, coords, vals, start, stop, F, rows, g, sums, keep):
         for a in range(rows[m, 0], rows[m, 1]):
             for r in range(R):
                 sums[m, r] += F[a, r]
-    # X.ndim is a compile-time constant: numba prunes the other branch.
-    if X.ndim == 2:
-        ll = _nonzeros_2(coords, vals, start, stop, F, rows, g, keep)
-    else:
-        ll = _nonzeros_3(coords, vals, start, stop, F, rows, g, keep)
+    ll = _nonzeros(X, coords, vals, start, stop, F, rows, g, keep)
     for r in range(R):
         total = sums[0, r]
         for m in range(1, n_modes):
@@ -412,11 +389,6 @@ def _cp_prior_scores(X, coords, vals, block_ptr, sparse, block_lgamma, bounds, o
     return n_evals
 
 
-# --------------------------------------------------------------------------
-# Public wrappers
-# --------------------------------------------------------------------------
-
-
 class CPChainResult(NamedTuple):
     """What one CP chain at one temperature returns."""
 
@@ -448,6 +420,8 @@ def _kernel_data(data):
 def _check_data(data, cls):
     if not isinstance(data, cls):
         raise TypeError(f"data must be a {cls.__name__} (see {cls.__name__}.from_array), got {type(data).__name__}.")
+    if len(data.shape) not in (2, 3):
+        raise ValueError(f"The CP kernels take two- and three-way data, got shape {data.shape}.")
 
 
 def _check_rates(prior_rates, n_modes):
@@ -458,7 +432,7 @@ def _check_rates(prior_rates, n_modes):
 
 
 def _check_factors(factors, shape, names):
-    """The rank ``R`` of ``factors``, one non-negative float array (n_m, R) per mode, named ``names``."""
+    """Check that ``factors`` (named ``names``) are one non-negative float array (n_m, R) per mode."""
     if not isinstance(factors, (list, tuple)) or len(factors) != len(shape):
         raise ValueError(f"factors must be a sequence of {len(shape)} arrays ({', '.join(names)}).")
     first = factors[0]
@@ -466,7 +440,6 @@ def _check_factors(factors, shape, names):
         raise ValueError(f"{names[0]} must be a 2-D numpy array of shape ({shape[0]}, R), R >= 1.")
     for name, F, n in zip(names, factors, shape):
         _check_factor(name, F, (n, first.shape[1]))
-    return first.shape[1]
 
 
 def run_cp_chain(data, factors, *, temperature, n_samples, n_burnin, step_a, step_b=STEP_DECAY,
