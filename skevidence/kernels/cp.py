@@ -606,9 +606,9 @@ def score_cp_prior(data, n_components, n_draws, *, prior_rates, seed_seq, part_s
 def compile_cp_kernels(data_cls, X, sparse_X, *, part_scale=True, transposed=None):
     """Compile (or load from numba's cache) the CP kernels on the small ``X`` (dense, then ``sparse_X``).
 
-    Runs a two-iteration pSGLD chain with one and with all numba threads (the
-    serial and the parallel kernels) and scores two prior draws, on the dense
-    and on the sparse form of ``X``.
+    Runs a two-iteration pSGLD chain and scores two prior draws: the serial
+    chain and the prior scoring of the data's order. The parallel chain
+    compiles on its first use on parts of at least ``PARALLEL_MIN_PART`` entries.
 
     Returns
     -------
@@ -616,18 +616,12 @@ def compile_cp_kernels(data_cls, X, sparse_X, *, part_scale=True, transposed=Non
         Wall time spent, i.e. the compilation or cache-loading cost.
     """
     start = time.perf_counter()
-    previous = numba.get_num_threads()
-    try:
-        for threads in {1, previous}:
-            numba.set_num_threads(threads)
-            for Xs in (X, sparse_X):
-                data = data_cls.from_array(Xs, 2)
-                factors = [np.ones((n, 1)) for n in data.shape]
-                run_cp_chain(data, factors, temperature=1.0, n_samples=2, n_burnin=1, step_a=1e-3, step_b=0.0,
-                             sampler="psgld", prior_rates=1.0, seed_seq=np.random.SeedSequence(0),
-                             max_capped_fraction=1.0, part_scale=part_scale)
-                score_cp_prior(data, 1, 2, prior_rates=1.0, seed_seq=np.random.SeedSequence(0),
-                               part_scale=part_scale, transposed=transposed)
-    finally:
-        numba.set_num_threads(previous)
+    for Xs in (X, sparse_X):
+        data = data_cls.from_array(Xs, 2)
+        factors = [np.ones((n, 1)) for n in data.shape]
+        run_cp_chain(data, factors, temperature=1.0, n_samples=2, n_burnin=1, step_a=1e-3, step_b=0.0,
+                     sampler="psgld", prior_rates=1.0, seed_seq=np.random.SeedSequence(0),
+                     max_capped_fraction=1.0, part_scale=part_scale)
+        score_cp_prior(data, 1, 2, prior_rates=1.0, seed_seq=np.random.SeedSequence(0),
+                       part_scale=part_scale, transposed=transposed)
     return time.perf_counter() - start
