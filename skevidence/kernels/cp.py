@@ -409,11 +409,11 @@ class CPChainResult(NamedTuple):
 def _kernel_data(data):
     """The kernels' data arguments (empty arrays stand for the form the data is not in)."""
     N = len(data.shape)
-    if data.is_sparse:
-        dense = (np.empty((0,) * N), data.coords, data.vals, data.block_ptr)
+    if data.is_sparse:  # X keeps the data's order: the kernels branch on X.ndim
+        arrays = (np.empty((0,) * N), data.coords, data.vals, data.block_ptr)
     else:
-        dense = (data.X, np.empty((N, 0), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64))
-    return (*dense, data.is_sparse, data.block_lgamma, np.array(data.bounds),
+        arrays = (data.X, np.empty((N, 0), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64))
+    return (*arrays, data.is_sparse, data.block_lgamma, np.array(data.bounds),
             np.concatenate(([0], np.cumsum(data.shape))))
 
 
