@@ -87,12 +87,13 @@ _COMPILE_PROBE = """
 import json, time
 t0 = time.perf_counter()
 import numba
+import skevidence.kernels.cp as cp
 import skevidence.kernels.nmf as k
 t1 = time.perf_counter()
 seconds = k.compile_nmf_kernels()
 hits = misses = 0
-for name in ("_nmf_chain", "_nmf_chain_serial"):
-    stats = getattr(k, name).stats
+for name in ("_cp_chain", "_cp_chain_serial"):
+    stats = getattr(cp, name).stats
     hits += sum(stats.cache_hits.values())
     misses += sum(stats.cache_misses.values())
 try:

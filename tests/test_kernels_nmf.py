@@ -173,7 +173,7 @@ def test_dense_and_sparse_kernels_agree():
 @pytest.mark.parametrize("sampler, step_a", [("psgld", 1e-6), ("logsgld", 0.05)])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_results_do_not_depend_on_thread_count(sparse, sampler, step_a, monkeypatch):
-    import skevidence.kernels.nmf as kernels
+    import skevidence.kernels.cp as kernels
 
     # Small parts normally run serially; force the parallel kernel for 2 threads.
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)

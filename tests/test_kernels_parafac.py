@@ -17,7 +17,7 @@ from skevidence.kernels.parafac import (
     run_parafac_chain,
     score_parafac_prior,
 )
-from skevidence.kernels.parafac_data import group_tensor_by_blocks
+from skevidence.kernels.blocks import group_tensor_by_blocks
 
 # (I, J, K, R, B): B = 1; B = 2 and 3 with uneven groups; B = min(I, J, K).
 SHAPES = [(5, 4, 3, 2, 1), (7, 6, 5, 3, 2), (8, 7, 10, 2, 3), (4, 6, 5, 1, 4)]
@@ -109,7 +109,7 @@ def test_dense_and_sparse_kernels_agree(temperature):
 @pytest.mark.parametrize("sampler, step_a", [("psgld", 1e-7), ("logsgld", 0.05)])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_results_do_not_depend_on_thread_count(sparse, sampler, step_a, monkeypatch):
-    import skevidence.kernels.parafac as kernels
+    import skevidence.kernels.cp as kernels
 
     # Small parts normally run serially; force the parallel kernel for 2 threads.
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)

@@ -55,7 +55,7 @@ def test_dense_and_sparse_input_give_the_same_evidence():
 
 
 def test_same_seed_same_result_for_any_thread_count(monkeypatch):
-    import skevidence.kernels.nmf as kernels
+    import skevidence.kernels.cp as kernels
 
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)  # run the parallel kernel at 2 threads
     X = _nmf_data(3)

@@ -109,7 +109,7 @@ def test_two_d_input_is_a_tensor_with_one_slice():
 
 
 def test_same_seed_same_result_for_any_thread_count(monkeypatch):
-    import skevidence.kernels.parafac as kernels
+    import skevidence.kernels.cp as kernels
 
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)  # run the parallel kernel at 2 threads
     X = _tensor(5)

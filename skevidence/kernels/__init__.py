@@ -5,23 +5,14 @@ exported here validate and prepare them. Kernels know nothing of models,
 estimators or evidence methods.
 """
 
-from .nmf import (
-    NMFChainResult,
-    NMFData,
-    block_bounds,
-    compile_nmf_kernels,
-    group_by_blocks,
-    run_nmf_chain,
-)
-from .parafac import (
-    PARAFACChainResult,
-    PARAFACData,
-    compile_parafac_kernels,
-    run_parafac_chain,
-    score_parafac_prior,
-)
+from .blocks import BlockData, NMFData, PARAFACData, block_bounds, group_by_blocks
+from .cp import CPChainResult, run_cp_chain, score_cp_prior
+from .nmf import NMFChainResult, compile_nmf_kernels, run_nmf_chain, score_nmf_prior
+from .parafac import PARAFACChainResult, compile_parafac_kernels, run_parafac_chain, score_parafac_prior
 
 __all__ = [
+    "BlockData",
+    "CPChainResult",
     "NMFChainResult",
     "NMFData",
     "PARAFACChainResult",
@@ -30,7 +21,10 @@ __all__ = [
     "compile_nmf_kernels",
     "compile_parafac_kernels",
     "group_by_blocks",
+    "run_cp_chain",
     "run_nmf_chain",
     "run_parafac_chain",
+    "score_cp_prior",
+    "score_nmf_prior",
     "score_parafac_prior",
 ]

@@ -276,7 +276,7 @@ def _check_chain_outcome(status, k, n_capped, n_params, *, sampler, temperature,
 
 
 def _sampler_mode(sampler, factors, precond, mode_sums, temperature, names):
-    """The kernel code of ``sampler``; for log-space SGLD, also its fixed preconditioner.
+    r"""The kernel code of ``sampler``; for log-space SGLD, also its fixed preconditioner.
 
     ``factors`` and ``precond`` are the kernels' row-major factors and their
     preconditioner arrays, ``mode_sums`` the data's sums over every row of
