@@ -227,7 +227,7 @@ class PoissonPARAFAC(EvidenceEstimatorMixin, BaseEstimator):
 
     def _evidence(self, model, X, y):
         if self.method == "chib":
-            from ..evidence.chib_parafac import chib_log_evidence_parafac
+            from ..evidence.chib import chib_log_evidence_parafac
 
             return chib_log_evidence_parafac(
                 X,

@@ -5,8 +5,7 @@ from ._result import EvidenceResult
 from ._runner import ChainTrace, GradientChainRunner, Minibatches
 from ._stderr import batch_means_variance, integrated_autocorr_time
 from .ais import ais_log_evidence
-from .chib import chib_log_evidence_nmf
-from .chib_parafac import chib_log_evidence_parafac
+from .chib import chib_log_evidence_nmf, chib_log_evidence_parafac
 from .exact import exact_log_evidence
 from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
 from .sti import sti_log_evidence
