@@ -160,6 +160,27 @@ def test_source_step_matches_numpy_twin(R):
     assert total == pytest.approx(twin_total, rel=1e-13)
 
 
+def test_source_step_is_n_way():
+    """Four modes take the kernel's general loop; the draws are the three-way twin's scheme."""
+    rng = np.random.default_rng(8)
+    X = rng.poisson(rng.exponential(3.0, size=(3, 4, 2, 3)))
+    coords = [c.astype(np.int64) for c in np.nonzero(X)]
+    counts = X[tuple(coords)].astype(np.int64)
+    factors = [rng.exponential(size=(n, 3)) for n in X.shape]
+    offsets = _offsets(*factors)
+    stats_ = np.zeros((offsets[-1], 3), dtype=np.int64)
+    idx = np.stack([c + o for c, o in zip(coords, offsets)], axis=1)
+    total = _seeded_sources(17, idx, counts, np.vstack(factors), stats_)
+    # Modes 2 and 3 merged into one of length 6 give the same intensities, hence the same draws.
+    merged = np.einsum("kr,lr->klr", factors[2], factors[3]).reshape(6, 3)
+    kl = coords[2] * 3 + coords[3]
+    twin, twin_total = _sources_twin(17, coords[0], coords[1], kl, counts, *factors[:2], merged)
+    np.testing.assert_array_equal(stats_[: offsets[2]], np.vstack(twin[:2]))
+    np.testing.assert_array_equal(stats_[offsets[2] : offsets[3]],
+                                  twin[2].reshape(2, 3, 3).sum(axis=1))
+    assert total == pytest.approx(twin_total, rel=1e-13)
+
+
 def test_one_sweep_records_match_scipy():
     """A sweep's first draws are the S-step's, so its records have an exact twin."""
     rng = np.random.default_rng(4)
