@@ -237,7 +237,7 @@ def _seeded_factor(seed, stats, other, prior_rate, out, first_free, exposure=1.0
 
 @pytest.mark.parametrize("exposure", [1.0, 0.3])
 def test_gamma_step_draws_the_conditional(exposure):
-    """``out[a, r] ~ Gamma(1 + stats[a, r], prior_rate + s sum_b other[b, r])``: KS on CDF values."""
+    """``out[a, r] ~ Gamma(1 + stats[a, r], prior_rate + s sum_b other[b, r])``: KS test."""
     rng = np.random.default_rng(5)
     stats_ = rng.poisson(3.0, size=(4, 3)).astype(np.int64)
     other = rng.exponential(size=(6, 3))
@@ -248,7 +248,8 @@ def test_gamma_step_draws_the_conditional(exposure):
         _seeded_factor(s, stats_, other, 0.8, out, 1, exposure)
         np.testing.assert_array_equal(out[0], start[0])  # rows before first_free stay
         draws.append(out[1:])
-    u = stats.gamma.cdf(np.array(draws), 1 + stats_[1:], scale=1 / (0.8 + exposure * other.sum(axis=0)))
+    rate = 0.8 + exposure * other.sum(axis=0)
+    u = stats.gamma.cdf(np.array(draws), 1 + stats_[1:], scale=1 / rate)
     assert stats.kstest(u.ravel(), "uniform").pvalue > 1e-3
 
 

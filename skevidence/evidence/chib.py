@@ -1,91 +1,13 @@
 r"""Chib's method (Chib 1995) for Poisson NMF and PARAFAC, one implementation for both.
 
-NMF is the two-way and PARAFAC the three-way Poisson CP model
-:math:`x \sim \mathcal{PO}(\sum_r \prod_m F^{(m)}_{i_m r})` with exponential
-priors of rates :math:`\lambda_m`; both run the Gibbs sampler over latent
-sources of :mod:`skevidence.kernels.gibbs`. Chib's identity holds at any
-point :math:`F^*`:
-
-.. math::
-    \log p(X) = \log p(X|F^*) + \sum_m \log p(F^{(m)*})
-                - \sum_m \log p(F^{(m)*} \mid F^{(<m)*}, X).
-
-1. **Main run.** ``n_samples`` sweeps from a rescaled prior draw, with a
-   Metropolis move along each component's scale ridge whenever nothing is
-   held and, after the ``n_burnin`` first, a relabelling of the components
-   to the running mean after every sweep. The point is the mean of the kept
-   draws, each component taken at its most probable scale first. (A central
-   point, not a draw: in a Gaussian analogue with conditional-to-marginal
-   excess variance ratio :math:`\rho` per coordinate, the log conditional
-   density varies across draws with variance :math:`\rho^2/2` per
-   coordinate at the mean but :math:`\rho(1+\rho) + \rho^2/2` at a typical
-   draw.)
-2. **Every mode but the last, by blocks of rows** (Chib 1995, section 2.2):
-   :math:`p(F^{(m)*} \mid \cdot) = \prod_b p(F^{(m)*}_{G_b} \mid F^{(m)*}_{G_{<b}}, \cdot)`
-   over consecutive row groups :math:`G_b`. Factor :math:`b` is
-   Rao-Blackwellised over a reduced run that holds the earlier modes and
-   groups at the point and samples all else: the average of the Gamma
-   conditionals the sampler draws :math:`F^{(m)}_{G_b}` from. Each run also
-   records the log densities of the rows still free, and the next group
-   grows from them, row by row, while the variance of its summed log
-   density stays below ``block_variance`` (a pilot run per mode plans the
-   first group). One group for a whole factor (the textbook two-block form
-   of Cemgil 2009 for NMF) fails beyond rank 1: the product of :math:`IR`
-   conditional densities varies by many nats between draws, one draw
-   carries the average, and the estimate is tens of nats off.
-3. **The last mode.** With the other modes at the point its rows are
-   conditionally independent; each is split further over components,
-   :math:`\prod_r p(F^*_{kr} \mid F^*_{k,<r}, \cdot)`, one reduced run per
-   component holding the earlier ones at the point, so that every average
-   is over one-dimensional densities (reliable where near-collinear factors
-   leave a ridge, as over-fitted ranks do).
-4. **Budget.** ``n_reduced`` sweeps in all: each pilot gets a twentieth,
-   and each run an equal share of what is left, counting the runs still to
-   come as if the remaining blocks were as large as the current one. Each
-   run discards a tenth of its sweeps as burn-in.
-
-The modes are ordered by length first, the shortest first (its blocks are
-the most expensive) and the longest last (its ordinate is the cheapest).
-
-**Label switching.** The posterior is invariant under the :math:`R!`
-permutations of the components; the sampler is kept in the mode of the
-point and estimates that mode's ordinate, :math:`R!` times the symmetric
-posterior's when the modes are separated, so :math:`\log R!` is added
-(Neal 1999; Frühwirth-Schnatter 2004). Three things keep it there: runs with
-nothing held (the main run, the first pilot, the first block) relabel the
-components after every sweep to the running mean or the point (a move that
-leaves the symmetric posterior invariant; matched on the rank-one terms);
-every reduced run of the first mode starts from a relabelled state; and its
-blocks take first the rows that tell the components of the point apart
-(their swap costs the most log density), so that the later runs, which
-cannot be relabelled, are pinned. When components are nearly exchangeable
-(redundant components of an over-fitted rank that no row tells apart) the
-modes overlap and the correction overestimates the evidence by up to
-:math:`\log k!` for :math:`k` such components.
-
-**Standard error and bias.** Each average's Monte-Carlo error is the
-batch-means / autocorrelation-time variance of the mean of its rescaled
-conditional densities, put on the log scale by the delta method; the runs'
-and rows' variances add. The likelihood and prior at the point are exact.
-The log of an average is biased low by about half its variance, so the
-estimate is biased high by about ``std_error**2 / 2``, and by more when an
-average rests on a few draws (the ``*ess*`` diagnostics). Over-fitted ranks
-are the hard case: redundant components form ridges that the Gibbs sampler
-crosses slowly and along which the conditionals are far narrower than the
-posterior, so their estimates come out too high unless ``n_reduced`` is
-raised (on 40 x 30 or 60 x 40 matrices of rank 3, NMF at rank 4 wants about
-40000). A chain trapped in a minor mode (beyond the label symmetry) makes
-the estimate too low; compare ``random_state`` values when in doubt. Integer
-data only; for real-valued data use :func:`~skevidence.sti_log_evidence`.
-
-References
-----------
-S. Chib (1995), Marginal likelihood from the Gibbs output, JASA 90(432).
-R. M. Neal (1999), Erroneous results in "Marginal likelihood from the Gibbs output".
-S. Frühwirth-Schnatter (2004), Estimating marginal likelihoods for mixture and Markov
-switching models using bridge sampling techniques, Econometrics Journal 7.
-A. T. Cemgil (2009), Bayesian inference for nonnegative matrix factorisation models,
-Computational Intelligence and Neuroscience.
+NMF is the two-way and PARAFAC the three-way Poisson CP model, and both run
+the Gibbs sampler over latent sources of :mod:`skevidence.kernels.gibbs`.
+One driver (:func:`_chib`) orders the modes by length, runs the main chain to
+find the point, estimates the ordinate of every mode but the last by blocks
+of rows planned from the measured variance of each block's log density, and
+that of the last mode, whose rows are conditionally independent given the
+others, one component at a time. :func:`chib_log_evidence_nmf` describes the
+method in full.
 """
 
 import math
@@ -711,12 +633,53 @@ def chib_log_evidence_nmf(X, n_components, *, prior_rate_w=1.0, prior_rate_h=1.0
     r"""Estimate :math:`\log p(X)` of Poisson NMF by Chib's method with a Gibbs sampler.
 
     The model is :math:`X_{ij} \sim \mathcal{PO}(\sum_r W_{ir} H_{rj})` with
-    :math:`W_{ir} \sim \mathcal{E}(\lambda_w)`, :math:`H_{rj} \sim \mathcal{E}(\lambda_h)`;
-    the method, its label-switching correction and its biases are described
-    in :mod:`skevidence.evidence.chib`: the W ordinate by blocks of rows,
-    the H ordinate column by column and component by component. When
-    :math:`I > J` the method runs on :math:`X^\top` (rates swapped), so that
-    the blocks are over the shorter factor.
+    :math:`W_{ir} \sim \mathcal{E}(\lambda_w)`, :math:`H_{rj} \sim \mathcal{E}(\lambda_h)`
+    (seed 000, eq. 13). Chib's identity holds at any point :math:`(W^*, H^*)`:
+
+    .. math::
+        \log p(X) = \log p(X|W^*,H^*) + \log p(W^*) + \log p(H^*)
+                    - \log p(W^*|X) - \log p(H^*|W^*,X).
+
+    1. **Main run.** A Gibbs sampler over the latent sources :math:`S` and
+       :math:`W, H` (:mod:`skevidence.kernels.gibbs`; with a Metropolis
+       move along each component's scale ridge :math:`(c\,w_r, h_r/c)`
+       whenever no row of W is fixed) runs ``n_samples`` sweeps from a
+       rescaled prior draw; after the ``n_burnin`` first, the point is the
+       posterior mean of the kept draws. (A central point, not
+       a draw: in a Gaussian analogue with conditional-to-marginal excess
+       variance ratio :math:`\rho` per coordinate, the log conditional
+       density varies across draws with variance :math:`\rho^2/2` per
+       coordinate at the mean but :math:`\rho(1+\rho) + \rho^2/2` at a
+       typical draw.)
+    2. **W ordinate, by blocks of rows** (Chib 1995, section 2.2):
+       :math:`p(W^*|X) = \prod_b p(W^*_{G_b} \mid W^*_{G_1 \cup \dots \cup G_{b-1}}, X)`
+       over consecutive row groups :math:`G_b`. Factor :math:`b` is
+       Rao-Blackwellised over a reduced run that holds the earlier groups at
+       :math:`W^*` and samples all else:
+       :math:`\hat p_b = \frac1M \sum_m \prod_{i \in G_b, r}
+       \mathcal{G}(W^*_{ir};\ 1 + \sum_j S^{(m)}_{ijr},\ \lambda_w + \sum_j H^{(m-1)}_{rj})`,
+       the conditionals the sampler draws :math:`W_{G_b}` from. Each run
+       also records the log densities of the rows still free, and the next
+       group grows from them, row by row, while the variance of its summed
+       log density stays below ``block_variance`` (a pilot run with nothing
+       fixed plans the first group). One group for all of W (the textbook
+       two-block form) fails beyond rank 1: the product of :math:`IR`
+       conditional densities varies by many nats between draws, one draw
+       carries the average, and the estimate is tens of nats off.
+    3. **H ordinate.** With W held at :math:`W^*` the columns of H are
+       conditionally independent, so :math:`p(H^*|W^*,X)` is a product over
+       columns of per-column averages; each is split further over components,
+       :math:`\prod_k p(H^*_{kj} \mid H^*_{<k,j}, W^*, X)`, one reduced run
+       per component holding the earlier ones at :math:`H^*`, so that every
+       average is over one-dimensional densities.
+    4. **Budget.** ``n_reduced`` sweeps in all: the pilot gets a twentieth,
+       and each run takes an equal share of what is left, counting the runs
+       still to come as if the remaining blocks were as large as the
+       current one (the R runs of H count as R). Each run discards a tenth
+       of its sweeps as burn-in.
+
+    When :math:`I > J` the method runs on :math:`X^\top` (rates swapped), so
+    that the blocks are over the shorter factor.
 
     Parameters
     ----------
@@ -727,12 +690,12 @@ def chib_log_evidence_nmf(X, n_components, *, prior_rate_w=1.0, prior_rate_h=1.0
     prior_rate_w, prior_rate_h : float, default=1.0
         Rates :math:`\lambda_w, \lambda_h` of the exponential priors.
     n_samples : int, default=9000
-        Sweeps of the main run, burn-in included (Cemgil 2009's setting).
+        Sweeps of the main run, burn-in included (seed 000's setting).
     n_burnin : int, default=7000
         Burn-in sweeps of the main run; at least two sweeps must be kept.
     n_reduced : int, default=5000
-        Sweeps of the pilots and reduced runs together (Cemgil 2009's "5000
-        more samples"). Over-fitted ranks need more.
+        Sweeps of the pilots and reduced runs together (seed 000's "5000
+        more samples"). Over-fitted ranks need more (see Notes).
     block_variance : float, default=1.5
         Largest variance (nats squared) of a block's log conditional density
         across pilot draws. Smaller blocks average more reliably but are
@@ -749,13 +712,13 @@ def chib_log_evidence_nmf(X, n_components, *, prior_rate_w=1.0, prior_rate_h=1.0
         ``method="chib"``. ``n_likelihood_evaluations`` counts the non-zero
         entries visited by all sweeps (the zeros enter in closed form).
         ``posterior_mean`` is the point, ``(W, H)`` of shapes (I, R) and
-        (R, J). ``diagnostics`` holds the terms of the identity
-        (``log_likelihood``, ``log_prior``, ``log_ordinate_w``,
-        ``log_ordinate_h``, ``log_label_permutations``), the blocks with
-        their ordinates, standard errors, effective sample sizes and sweeps
-        (``block_*``), ``h_ess_min``, the relabelling counts
-        (``relabelled_sweeps``, ``relabelled_runs``) and the main run's
-        log-likelihood trace.
+        (R, J): the mean of the kept main-run draws, each component taken at
+        its most probable scale along :math:`(c\,w_r, h_r / c)` first.
+        ``diagnostics`` holds the terms of the identity (``log_likelihood``,
+        ``log_prior``, ``log_ordinate_w``, ``log_ordinate_h``,
+        ``log_label_permutations``), the blocks with their ordinates,
+        standard errors, effective sample sizes and sweeps, and the main
+        run's log-likelihood trace.
 
     Warns
     -----
@@ -764,6 +727,50 @@ def chib_log_evidence_nmf(X, n_components, *, prior_rate_w=1.0, prior_rate_h=1.0
         (its log is then biased low, the evidence high, beyond what
         ``std_error`` says), or when ``n_reduced`` is too small for the runs
         planned.
+
+    Notes
+    -----
+    **Label switching.** The posterior is invariant under the :math:`R!`
+    permutations of the components; the sampler is kept in the mode of the
+    point and estimates that mode's ordinate, :math:`R!` times the symmetric
+    posterior's when the modes are separated, so :math:`\log R!` is added
+    (Neal 1999; Frühwirth-Schnatter 2004). Three things keep it there: runs
+    with no row of W fixed (the main run, the pilot, the first block)
+    relabel the components after every sweep to the running mean or the
+    point (a move that leaves the symmetric posterior invariant; matched on
+    the rank-one terms :math:`w_r h_r^\top`); every reduced run starts from
+    a relabelled state; and the blocks take first the rows that tell the
+    components of :math:`W^*` apart (their swap costs the most log density),
+    so that the later runs, which cannot be relabelled, are pinned. When
+    components are nearly exchangeable (redundant components of an
+    over-fitted rank that no row tells apart) the modes overlap and the
+    correction overestimates the evidence by up to :math:`\log k!` for
+    :math:`k` such components. ``diagnostics["relabelled_sweeps"]`` and
+    ``["relabelled_runs"]`` count the relabellings.
+
+    **Standard error and bias.** Each average's Monte-Carlo error is the
+    batch-means / autocorrelation-time variance of the mean of its rescaled
+    conditional densities, put on the log scale by the delta method; the
+    runs' and columns' variances add (separate runs; columns independent
+    given :math:`W^*`). The likelihood and prior at the point are exact.
+    The log of an average is biased low by about half its variance, so the
+    estimate is biased high by about ``std_error**2 / 2``, and by more when
+    an average rests on a few draws (``diagnostics["block_ess"]``,
+    ``["h_ess_min"]``). Over-fitted ranks are the hard case: redundant
+    components form ridges that the Gibbs sampler crosses slowly and along
+    which the conditionals are far narrower than the posterior, so their
+    estimates come out too high unless ``n_reduced`` is raised (on 40 x 30
+    or 60 x 40 matrices of rank 3, rank 4 wants about 40000). A chain
+    trapped in a minor mode (beyond the label symmetry) makes the estimate
+    too low; compare ``random_state`` values when in doubt. Integer data
+    only; for real-valued data use :func:`~skevidence.sti_log_evidence`.
+
+    References
+    ----------
+    S. Chib (1995), Marginal likelihood from the Gibbs output, JASA 90(432).
+    R. M. Neal (1999), Erroneous results in "Marginal likelihood from the Gibbs output".
+    S. Frühwirth-Schnatter (2004), Estimating marginal likelihoods for mixture and Markov
+    switching models using bridge sampling techniques, Econometrics Journal 7.
 
     Examples
     --------
@@ -797,12 +804,41 @@ def chib_log_evidence_parafac(X, n_components, *, prior_rates=1.0, n_samples=900
     r"""Estimate :math:`\log p(X)` of Poisson PARAFAC by Chib's method with a Gibbs sampler.
 
     The model is :math:`x_{ijk} \sim \mathcal{PO}(\sum_r a_{ir} b_{jr} c_{kr})`
-    with exponential priors of rates :math:`\lambda_a, \lambda_b, \lambda_c`;
-    the method is that of :mod:`skevidence.evidence.chib`: the A and B
-    ordinates by blocks of rows, the C ordinate row by row and component by
-    component, the modes first ordered by length (results are returned in
-    the caller's order). Parameters not listed are as for
-    :func:`chib_log_evidence_nmf`.
+    with exponential priors of rates :math:`\lambda_a, \lambda_b, \lambda_c`
+    (seed 001, eq. 11). Chib's identity at a point :math:`(A^*, B^*, C^*)`:
+
+    .. math::
+        \log p(X) = \log p(X|A^*,B^*,C^*) + \log p(A^*) + \log p(B^*) + \log p(C^*)
+                    - \log p(A^*|X) - \log p(B^*|A^*,X) - \log p(C^*|A^*,B^*,X).
+
+    1. **Main run.** A Gibbs sampler over the latent sources and the factors
+       (:mod:`skevidence.kernels.gibbs`, with Metropolis moves along
+       each component's scale ridge) runs ``n_samples`` sweeps from a
+       rescaled prior draw, relabelling the components to the running mean
+       after burn-in; the point is the mean of the kept draws, each
+       component taken at its most probable scale.
+    2. **A ordinate, by blocks of rows**, as the W ordinate of
+       :func:`~skevidence.evidence.chib.chib_log_evidence_nmf`: factor
+       :math:`b` of :math:`\prod_b p(A^*_{G_b} \mid A^*_{G_{<b}}, X)` is the
+       Rao-Blackwell average, over a reduced run that holds the earlier rows
+       at the point, of the Gamma conditionals
+       :math:`\prod_{i \in G_b, r}\mathcal{G}(a^*_{ir};\ 1 + \sum_{jk} S_{ijkr},\
+       \lambda_a + (\sum_j b_{jr})(\sum_k c_{kr}))`; the groups grow while the
+       variance of their summed log density stays below ``block_variance``.
+       The rows go in an order that tells the components apart first.
+    3. **B ordinate** likewise, from reduced runs that hold all of A at
+       :math:`A^*` (and the earlier rows of B).
+    4. **C ordinate.** With A and B at the point the rows of C are
+       independent; each is split over components, one reduced run per
+       component, as the H ordinate of the NMF method.
+    5. **Budget.** ``n_reduced`` sweeps in all: the two pilots (A and B)
+       get a twentieth each, and each run an equal share of what is left,
+       counting the runs still to come. Each run discards a tenth of its
+       sweeps as burn-in.
+
+    The modes are first reordered by length, so that A is the shortest (its
+    blocks are the most expensive) and C the longest (its ordinate is the
+    cheapest); results are returned in the caller's order.
 
     Parameters
     ----------
@@ -813,15 +849,33 @@ def chib_log_evidence_parafac(X, n_components, *, prior_rates=1.0, n_samples=900
         The rank :math:`R`.
     prior_rates : float or sequence of 3 floats, default=1.0
         :math:`\lambda_a, \lambda_b, \lambda_c`.
+    n_samples, n_burnin, n_reduced, block_variance, random_state, verbose
+        As for :func:`chib_log_evidence_nmf` (same defaults); ``n_reduced``
+        counts the sweeps of the pilots of A and B and of all reduced runs.
 
     Returns
     -------
     result : EvidenceResult
         ``method="chib"``; ``posterior_mean`` is the point ``(A, B, C)`` in
         the caller's mode order; ``diagnostics`` holds the terms of the
-        identity (``log_ordinate_a`` etc.), the blocks of A and B
-        (``a_block_*``, ``b_block_*``), ``c_ess_min``, ``mode_order``, the
-        relabelling counts and the main run's log-likelihood trace.
+        identity, the blocks with their ordinates, standard errors, effective
+        sample sizes and sweeps, and the main run's log-likelihood trace.
+
+    Warns
+    -----
+    UserWarning
+        When an averaged ordinate has an effective sample size below 10, or
+        when ``n_reduced`` is too small for the runs planned.
+
+    Notes
+    -----
+    Label switching, standard errors and bias are as for
+    :func:`~skevidence.evidence.chib.chib_log_evidence_nmf`: :math:`\log R!` is
+    added for the sampler kept in one labelling (an overestimate by up to
+    :math:`\log k!` when :math:`k` redundant components are exchangeable);
+    the standard error is the delta-method Monte-Carlo error of the
+    averages, which are biased low on the log scale by about half their
+    variance; over-fitted ranks need more reduced sweeps.
 
     Examples
     --------

@@ -277,7 +277,9 @@ def _rescale_pair(F, offsets, m1, m2, lam1, lam2, dim_weight, divide):
 
 @njit(cache=True, fastmath=FASTMATH)
 def _rescale_three(F, offsets, lams):
-    r"""A Metropolis move of each component along :math:`(e^{u_1} a_r, e^{u_2} b_r, e^{-u_1-u_2} c_r)`.
+    r"""A Metropolis move of each component along its three-way scale ridge.
+
+    The ridge is :math:`(e^{u_1} a_r, e^{u_2} b_r, e^{-u_1-u_2} c_r)`.
 
     The target of :math:`(u_1, u_2)` (Haar measure :math:`du_1\,du_2`; the
     Jacobian is :math:`e^{I u_1 + J u_2 - K(u_1 + u_2)}`) is
