@@ -182,6 +182,7 @@ def _initial_state(rng, shape, n_components, rates, total):
     state = [rng.exponential(1.0 / lam, size=(n, n_components)) for n, lam in zip(shape, rates)]
     if total > 0:
         sums = [F.sum(axis=0) for F in state]
+        # Two modes: a dot product and a square root, as the NMF method always computed it.
         if len(state) == 2:
             scale = np.sqrt(total / (sums[0] @ sums[1]))
         else:
@@ -445,7 +446,7 @@ def _log_joint(coords, counts, point, rates):
     intensity = np.einsum(subscripts, *(F[c] for F, c in zip(point, coords)))
     sums = [F.sum(axis=0) for F in point]
     terms = [F.size * np.log(lam) - lam * F.sum() for F, lam in zip(point, rates)]
-    if len(point) == 2:
+    if len(point) == 2:  # the NMF method's order of operations, kept for bitwise results
         total = sums[0] @ sums[1]
         log_prior = terms[0] + point[1].size * np.log(rates[1]) - rates[1] * point[1].sum()
     else:

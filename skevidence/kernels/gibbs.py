@@ -146,15 +146,24 @@ def sample_sources(idx, counts, F, stats):
     sum_x_log_v = 0.0
     for e in range(idx.shape[0]):
         x = counts[e]
-        # Two and three modes unrolled: the loop over modes costs a few per cent of a sweep.
+        # Two and three modes unrolled: the loops over modes cost a few per cent of a sweep.
         if n_modes == 2:
             i, j = idx[e, 0], idx[e, 1]
             for r in range(n_components):
                 q[r] = F[i, r] * F[j, r]
+            sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
+            for r in range(n_components):
+                stats[i, r] += alloc[r]
+                stats[j, r] += alloc[r]
         elif n_modes == 3:
             i, j, k = idx[e, 0], idx[e, 1], idx[e, 2]
             for r in range(n_components):
                 q[r] = F[i, r] * F[j, r] * F[k, r]
+            sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
+            for r in range(n_components):
+                stats[i, r] += alloc[r]
+                stats[j, r] += alloc[r]
+                stats[k, r] += alloc[r]
         else:
             first = idx[e, 0]
             for r in range(n_components):
@@ -163,11 +172,11 @@ def sample_sources(idx, counts, F, stats):
                 row = idx[e, m]
                 for r in range(n_components):
                     q[r] *= F[row, r]
-        sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
-        for m in range(n_modes):
-            row = idx[e, m]
-            for r in range(n_components):
-                stats[row, r] += alloc[r]
+            sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
+            for m in range(n_modes):
+                row = idx[e, m]
+                for r in range(n_components):
+                    stats[row, r] += alloc[r]
     return sum_x_log_v
 
 
@@ -367,11 +376,14 @@ def _add_gauged(F, offsets, lams, sums, total):
             for a in range(offsets[1], offsets[2]):
                 total[a, r] += F[a, r] / c
         elif n_modes == 3:
-            scales = modal_scales(dims, lams[0] * sums[0, r], lams[1] * sums[1, r],
-                                  lams[2] * sums[2, r])
-            for m in range(3):
-                for a in range(offsets[m], offsets[m + 1]):
-                    total[a, r] += F[a, r] * scales[m]
+            c1, c2, c3 = modal_scales(dims, lams[0] * sums[0, r], lams[1] * sums[1, r],
+                                      lams[2] * sums[2, r])
+            for a in range(offsets[0], offsets[1]):
+                total[a, r] += F[a, r] * c1
+            for a in range(offsets[1], offsets[2]):
+                total[a, r] += F[a, r] * c2
+            for a in range(offsets[2], offsets[3]):
+                total[a, r] += F[a, r] * c3
         else:
             for a in range(F.shape[0]):
                 total[a, r] += F[a, r]
