@@ -21,12 +21,12 @@ from scipy import integrate, sparse, special, stats
 from poisson_nmf_exact import rank1_log_evidence
 from skevidence.evidence import EvidenceResult
 from skevidence.evidence.chib import _discriminating_order, _relabel, chib_log_evidence_nmf
-from skevidence.kernels.gibbs_nmf import (
+from skevidence.kernels.gibbs import (
     CATEGORICAL_MAX_COUNT,
-    _rescale_components,
-    _sample_factor,
-    gibbs_nmf_sweeps,
+    _rescale_pair,
+    gibbs_sweeps,
     relabel_to,
+    sample_mode,
     sample_sources,
 )
 
@@ -38,8 +38,25 @@ def _nmf_data(seed, n_rows, n_cols, rank, rate=1.0):
     return rng.poisson(W @ H)
 
 
-#: The kernel's reference arguments that switch relabelling off.
-NO_RELABEL = (np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 3), dtype=np.int64))
+def _offsets(*factors):
+    return np.cumsum([0] + [F.shape[0] for F in factors]).astype(np.int64)
+
+
+def _nmf_sweeps(rows, cols, counts, W, HT, lam_w, lam_h, n_sweeps, seed, n_fixed, block_end,
+                     target):
+    """The kernel on the stacked ``(W, HT)``, staged as the NMF method calls it (no relabelling).
+
+    ``n_fixed = I`` holds all of W and records H; the results come back split into W and HT.
+    """
+    n_rows = W.shape[0]
+    stage = int(n_fixed >= n_rows)
+    idx = np.stack((rows, cols + n_rows), axis=1)
+    F, *records, mean, n_relabelled = gibbs_sweeps(
+        idx, counts, np.vstack((W, HT)), _offsets(W, HT), np.array([lam_w, lam_h]), n_sweeps, seed,
+        stage, 0 if stage else n_fixed, block_end, target, np.zeros((0, 0)),
+        np.zeros((0, W.shape[1]), dtype=np.int64),
+    )
+    return (F[:n_rows], F[n_rows:], *records, mean[:n_rows], mean[n_rows:], n_relabelled)
 
 
 def _coo(X):
@@ -116,9 +133,9 @@ def test_rank1_closed_form_identities():
 
 
 @njit
-def _seeded_sources(seed, rows, cols, counts, W, HT, row_stats, col_stats):
+def _seeded_sources(seed, idx, counts, F, stats):
     np.random.seed(seed)
-    return sample_sources(rows, cols, counts, W, HT, row_stats, col_stats)
+    return sample_sources(idx, counts, F, stats)
 
 
 def _sources_twin(seed, rows, cols, counts, W, HT):
@@ -158,9 +175,10 @@ def test_source_step_matches_numpy_twin(n_components):
     rows, cols, counts = _coo(X)
     W = rng.exponential(size=(6, n_components))
     HT = rng.exponential(size=(5, n_components))
-    row_stats = np.zeros((6, n_components), dtype=np.int64)
-    col_stats = np.zeros((5, n_components), dtype=np.int64)
-    got = _seeded_sources(17, rows, cols, counts, W, HT, row_stats, col_stats)
+    stats_ = np.zeros((11, n_components), dtype=np.int64)
+    idx = np.stack((rows, cols + 6), axis=1)
+    got = _seeded_sources(17, idx, counts, np.vstack((W, HT)), stats_)
+    row_stats, col_stats = stats_[:6], stats_[6:]
     twin_rows, twin_cols, twin_sum = _sources_twin(17, rows, cols, counts, W, HT)
     np.testing.assert_array_equal(row_stats, twin_rows)
     np.testing.assert_array_equal(col_stats, twin_cols)
@@ -182,9 +200,7 @@ def test_one_sweep_records_match_twin():
     twin_rows, twin_cols, twin_sum = _sources_twin(23, rows, cols, counts, W, HT)
 
     # Rows 1..3 recorded, row 0 fixed: the W-step's conditional at W*.
-    out = gibbs_nmf_sweeps(
-        rows, cols, counts, W, HT, lam_w, lam_h, 1, 23, 1, 5, W_star, *NO_RELABEL
-    )
+    out = _nmf_sweeps(rows, cols, counts, W, HT, lam_w, lam_h, 1, 23, 1, 5, W_star)
     rate_w = lam_w + HT.sum(axis=0)
     expected = stats.gamma.logpdf(W_star, 1 + twin_rows, scale=1 / rate_w).sum(axis=1)
     np.testing.assert_allclose(out[5][0], expected[1:], rtol=1e-12)
@@ -201,9 +217,7 @@ def test_one_sweep_records_match_twin():
     rate_h = lam_h + W.sum(axis=0)
     expected = stats.gamma.logpdf(HT_star, 1 + twin_cols, scale=1 / rate_h)
     for k in (-1, 0, 2):
-        out = gibbs_nmf_sweeps(
-            rows, cols, counts, W, HT, lam_w, lam_h, 1, 23, 5, k, HT_star, *NO_RELABEL
-        )
+        out = _nmf_sweeps(rows, cols, counts, W, HT, lam_w, lam_h, 1, 23, 5, k, HT_star)
         want = expected.sum(axis=1) if k < 0 else expected[:, k]
         np.testing.assert_allclose(out[5][0], want, rtol=1e-12)
         np.testing.assert_array_equal(out[0], W)
@@ -211,13 +225,19 @@ def test_one_sweep_records_match_twin():
 
 
 @njit
-def _seeded_factor(seed, stats, other, prior_rate, out, first_free):
+def _seeded_factor(seed, stats, other, prior_rate, out, first_free, exposure=1.0):
     np.random.seed(seed)
-    _sample_factor(stats, other, prior_rate, out, first_free, 0)
+    F = np.vstack((out, other))
+    all_stats = np.zeros(F.shape, dtype=np.int64)
+    all_stats[: out.shape[0]] = stats
+    offsets = np.array([0, out.shape[0], F.shape[0]])
+    sample_mode(F, offsets, 0, all_stats, prior_rate, exposure, first_free, 0)
+    out[:] = F[: out.shape[0]]
 
 
-def test_gamma_step_draws_the_conditional():
-    """``out[a, r] ~ Gamma(1 + stats[a, r], prior_rate + sum_b other[b, r])``: KS on CDF values."""
+@pytest.mark.parametrize("exposure", [1.0, 0.3])
+def test_gamma_step_draws_the_conditional(exposure):
+    """``out[a, r] ~ Gamma(1 + stats[a, r], prior_rate + s sum_b other[b, r])``: KS test."""
     rng = np.random.default_rng(5)
     stats_ = rng.poisson(3.0, size=(4, 3)).astype(np.int64)
     other = rng.exponential(size=(6, 3))
@@ -225,10 +245,11 @@ def test_gamma_step_draws_the_conditional():
     draws = []
     for s in range(300):
         out = start.copy()
-        _seeded_factor(s, stats_, other, 0.8, out, 1)
+        _seeded_factor(s, stats_, other, 0.8, out, 1, exposure)
         np.testing.assert_array_equal(out[0], start[0])  # rows before first_free stay
         draws.append(out[1:])
-    u = stats.gamma.cdf(np.array(draws), 1 + stats_[1:], scale=1 / (0.8 + other.sum(axis=0)))
+    rate = 0.8 + exposure * other.sum(axis=0)
+    u = stats.gamma.cdf(np.array(draws), 1 + stats_[1:], scale=1 / rate)
     assert stats.kstest(u.ravel(), "uniform").pvalue > 1e-3
 
 
@@ -236,10 +257,14 @@ def test_gamma_step_draws_the_conditional():
 def _scale_chain(seed, W, HT, lam_w, lam_h, n):
     np.random.seed(seed)
     w0 = W[0, 0]
+    F = np.vstack((W, HT))
+    offsets = np.array([0, W.shape[0], F.shape[0]])
     out = np.empty(n)
     for k in range(n):
-        _rescale_components(W, HT, lam_w, lam_h)
-        out[k] = math.log(W[0, 0] / w0)
+        _rescale_pair(F, offsets, 0, 1, lam_w, lam_h, 0.0, True)
+        out[k] = math.log(F[0, 0] / w0)
+    W[:] = F[: W.shape[0]]
+    HT[:] = F[W.shape[0] :]
     return out
 
 
@@ -268,11 +293,11 @@ def test_kernel_relabel_undoes_a_permutation(exact):
     perms = np.array(list(itertools.permutations(range(4))), dtype=np.int64)
     perms = perms if exact else perms[:0]
     order = np.array([2, 0, 3, 1])
-    W2, HT2 = np.ascontiguousarray(W[:, order] * 1.01), np.ascontiguousarray(HT[:, order])
-    assert relabel_to(W2, HT2, W, HT, perms) == 1
-    np.testing.assert_allclose(W2, W * 1.01)
-    np.testing.assert_allclose(HT2, HT)
-    assert relabel_to(W2, HT2, W, HT, perms) == 0
+    F2, ref = np.vstack((W[:, order] * 1.01, HT[:, order])), np.vstack((W, HT))
+    assert relabel_to(F2, _offsets(W, HT), ref, perms) == 1
+    np.testing.assert_allclose(F2[:8], W * 1.01)
+    np.testing.assert_allclose(F2[8:], HT)
+    assert relabel_to(F2, _offsets(W, HT), ref, perms) == 0
 
 
 def test_discriminating_order_puts_separating_rows_first():
@@ -290,11 +315,11 @@ def test_relabel_undoes_a_permutation():
     rng = np.random.default_rng(6)
     W, HT = rng.exponential(size=(8, 4)), rng.exponential(size=(6, 4))
     perm = np.array([2, 0, 3, 1])
-    back_W, back_HT, changed = _relabel(W[:, perm] * 1.01, HT[:, perm], W, HT)
+    (back_W, back_HT), changed = _relabel((W[:, perm] * 1.01, HT[:, perm]), (W, HT))
     assert changed
     np.testing.assert_allclose(back_W, W * 1.01)
     np.testing.assert_allclose(back_HT, HT)
-    assert not _relabel(W, HT, W, HT)[2]
+    assert not _relabel((W, HT), (W, HT))[1]
 
 
 # --------------------------------------------------------------------------- estimator

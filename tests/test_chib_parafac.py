@@ -22,11 +22,11 @@ from scipy import sparse, special, stats
 
 from skevidence.estimators.poisson_parafac import PoissonPARAFAC
 from skevidence.evidence import EvidenceResult
-from skevidence.evidence.chib_parafac import chib_log_evidence_parafac
-from skevidence.kernels.gibbs_nmf import CATEGORICAL_MAX_COUNT
-from skevidence.kernels.gibbs_parafac import (
-    _rescale_abc,
-    gibbs_parafac_sweeps,
+from skevidence.evidence.chib import chib_log_evidence_parafac
+from skevidence.kernels.gibbs import (
+    CATEGORICAL_MAX_COUNT,
+    _rescale_three,
+    gibbs_sweeps,
     modal_scales,
     relabel_to,
     sample_sources,
@@ -50,8 +50,21 @@ def _coo(X):
     return tuple(i.astype(np.int64) for i in idx) + (X[idx].astype(np.int64),)
 
 
-#: Kernel reference arguments that switch relabelling off.
-NO_REF = (np.zeros((0, 0)),) * 3
+def _offsets(*factors):
+    return np.cumsum([0] + [F.shape[0] for F in factors]).astype(np.int64)
+
+
+def _parafac_sweeps(ii, jj, kk, counts, A, B, C, lams, n_sweeps, seed, stage, n_fixed, block_end,
+                    target, perms):
+    """The kernel on the stacked ``(A, B, C)`` (no relabelling); results split into the factors."""
+    offsets = _offsets(A, B, C)
+    idx = np.stack((ii, jj + offsets[1], kk + offsets[2]), axis=1)
+    F, *records, mean, n_relabelled = gibbs_sweeps(
+        idx, counts, np.vstack((A, B, C)), offsets, np.array(lams), n_sweeps, seed, stage, n_fixed,
+        block_end, target, np.zeros((0, 0)), perms,
+    )
+    split = lambda F: tuple(F[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:]))  # noqa: E731
+    return (*split(F), *records, *split(mean), n_relabelled)
 
 #: Small settings for the tests that check plumbing rather than accuracy.
 QUICK = dict(n_samples=300, n_burnin=100, n_reduced=600)
@@ -95,9 +108,9 @@ def test_rank1_closed_form_identities():
 
 
 @njit
-def _seeded_sources(seed, ii, jj, kk, counts, A, B, C, sa, sb, sc):
+def _seeded_sources(seed, idx, counts, F, stats):
     np.random.seed(seed)
-    return sample_sources(ii, jj, kk, counts, A, B, C, sa, sb, sc)
+    return sample_sources(idx, counts, F, stats)
 
 
 def _sources_twin(seed, ii, jj, kk, counts, A, B, C):
@@ -134,13 +147,37 @@ def test_source_step_matches_numpy_twin(R):
     assert X.max() > CATEGORICAL_MAX_COUNT
     ii, jj, kk, counts = _coo(X)
     A, B, C = (rng.exponential(size=(n, R)) for n in X.shape)
-    got = [np.zeros((n, R), dtype=np.int64) for n in X.shape]
-    total = _seeded_sources(17, ii, jj, kk, counts, A, B, C, *got)
+    offsets = _offsets(A, B, C)
+    stats_ = np.zeros((offsets[-1], R), dtype=np.int64)
+    idx = np.stack((ii, jj + offsets[1], kk + offsets[2]), axis=1)
+    total = _seeded_sources(17, idx, counts, np.vstack((A, B, C)), stats_)
+    got = [stats_[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
     twin, twin_total = _sources_twin(17, ii, jj, kk, counts, A, B, C)
     for g, t in zip(got, twin):
         np.testing.assert_array_equal(g, t)
     np.testing.assert_array_equal(got[0].sum(axis=1), X.sum(axis=(1, 2)))
     np.testing.assert_array_equal(got[2].sum(axis=1), X.sum(axis=(0, 1)))
+    assert total == pytest.approx(twin_total, rel=1e-13)
+
+
+def test_source_step_is_n_way():
+    """Four modes take the kernel's general loop; the draws are the three-way twin's scheme."""
+    rng = np.random.default_rng(8)
+    X = rng.poisson(rng.exponential(3.0, size=(3, 4, 2, 3)))
+    coords = [c.astype(np.int64) for c in np.nonzero(X)]
+    counts = X[tuple(coords)].astype(np.int64)
+    factors = [rng.exponential(size=(n, 3)) for n in X.shape]
+    offsets = _offsets(*factors)
+    stats_ = np.zeros((offsets[-1], 3), dtype=np.int64)
+    idx = np.stack([c + o for c, o in zip(coords, offsets)], axis=1)
+    total = _seeded_sources(17, idx, counts, np.vstack(factors), stats_)
+    # Modes 2 and 3 merged into one of length 6 give the same intensities, hence the same draws.
+    merged = np.einsum("kr,lr->klr", factors[2], factors[3]).reshape(6, 3)
+    kl = coords[2] * 3 + coords[3]
+    twin, twin_total = _sources_twin(17, coords[0], coords[1], kl, counts, *factors[:2], merged)
+    np.testing.assert_array_equal(stats_[: offsets[2]], np.vstack(twin[:2]))
+    np.testing.assert_array_equal(stats_[offsets[2] : offsets[3]],
+                                  twin[2].reshape(2, 3, 3).sum(axis=1))
     assert total == pytest.approx(twin_total, rel=1e-13)
 
 
@@ -157,8 +194,7 @@ def test_one_sweep_records_match_scipy():
 
     # Stage 0: rows 1..4 of A recorded, row 0 held.
     no_perms = np.zeros((0, R), dtype=np.int64)
-    out = gibbs_parafac_sweeps(ii, jj, kk, counts, A, B, C, *lams, 1, 23, 0, 1, 5, stars[0],
-                               *NO_REF, no_perms)
+    out = _parafac_sweeps(ii, jj, kk, counts, A, B, C, lams, 1, 23, 0, 1, 5, stars[0], no_perms)
     rate = lams[0] + colsum[1] * colsum[2]
     expected = stats.gamma.logpdf(stars[0], 1 + sa, scale=1 / rate).sum(axis=1)
     np.testing.assert_allclose(out[6][0], expected[1:], rtol=1e-12)
@@ -169,8 +205,7 @@ def test_one_sweep_records_match_scipy():
     np.testing.assert_array_equal(out[0][0], A[0])
 
     # Stage 1: A held, rows 2..3 of B recorded, rows 0..1 held.
-    out = gibbs_parafac_sweeps(ii, jj, kk, counts, A, B, C, *lams, 1, 23, 1, 2, 4, stars[1],
-                               *NO_REF, no_perms)
+    out = _parafac_sweeps(ii, jj, kk, counts, A, B, C, lams, 1, 23, 1, 2, 4, stars[1], no_perms)
     rate = lams[1] + colsum[0] * colsum[2]
     expected = stats.gamma.logpdf(stars[1], 1 + sb, scale=1 / rate).sum(axis=1)
     np.testing.assert_allclose(out[6][0], expected[2:4], rtol=1e-12)
@@ -182,8 +217,8 @@ def test_one_sweep_records_match_scipy():
     rate = lams[2] + colsum[0] * colsum[1]
     expected = stats.gamma.logpdf(stars[2], 1 + sc, scale=1 / rate)
     for k in (-1, 0, 2):
-        out = gibbs_parafac_sweeps(ii, jj, kk, counts, A, B, C, *lams, 1, 23, 2, 0, k, stars[2],
-                                   *NO_REF, no_perms)
+        out = _parafac_sweeps(ii, jj, kk, counts, A, B, C, lams, 1, 23, 2, 0, k, stars[2],
+                              no_perms)
         want = expected.sum(axis=1) if k < 0 else expected[:, k]
         np.testing.assert_allclose(out[6][0], want, rtol=1e-12)
         np.testing.assert_array_equal(out[0], A)
@@ -195,11 +230,17 @@ def test_one_sweep_records_match_scipy():
 def _scale_chain(seed, A, B, C, lams, n):
     np.random.seed(seed)
     a0, b0 = A[0, 0], B[0, 0]
+    F = np.vstack((A, B, C))
+    I, J = A.shape[0], B.shape[0]
+    offsets = np.array([0, I, I + J, F.shape[0]])
     out = np.empty((n, 2))
     for m in range(n):
-        _rescale_abc(A, B, C, lams[0], lams[1], lams[2])
-        out[m, 0] = math.log(A[0, 0] / a0)
-        out[m, 1] = math.log(B[0, 0] / b0)
+        _rescale_three(F, offsets, lams)
+        out[m, 0] = math.log(F[0, 0] / a0)
+        out[m, 1] = math.log(F[I, 0] / b0)
+    A[:] = F[:I]
+    B[:] = F[I : I + J]
+    C[:] = F[I + J :]
     return out
 
 
@@ -247,11 +288,13 @@ def test_relabel_undoes_a_permutation(exact):
     perms = np.array(list(itertools.permutations(range(4))), dtype=np.int64)
     perms = perms if exact else perms[:0]
     order = np.array([2, 0, 3, 1])
-    A2, B2, C2 = (np.ascontiguousarray(F[:, order]) for F in (A * 1.01, B / 1.01, C))
-    assert relabel_to(A2, B2, C2, A, B, C, perms) == 1
-    for got, want in ((A2, A * 1.01), (B2, B / 1.01), (C2, C)):
-        np.testing.assert_allclose(got, want)
-    assert relabel_to(A2, B2, C2, A, B, C, perms) == 0
+    offsets = _offsets(A, B, C)
+    F2 = np.vstack([F[:, order] for F in (A * 1.01, B / 1.01, C)])
+    ref = np.vstack((A, B, C))
+    assert relabel_to(F2, offsets, ref, perms) == 1
+    for m, want in enumerate((A * 1.01, B / 1.01, C)):
+        np.testing.assert_allclose(F2[offsets[m] : offsets[m + 1]], want)
+    assert relabel_to(F2, offsets, ref, perms) == 0
 
 
 # --------------------------------------------------------------------------- estimator

@@ -44,7 +44,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         :math:`(\lambda_a, \lambda_b, \lambda_c)`.
     method : {"sti", "chib", "smc"}, default="sti"
         STI (:func:`~skevidence.sti_log_evidence`), Chib's method
-        (:func:`~skevidence.evidence.chib_parafac.chib_log_evidence_parafac`)
+        (:func:`~skevidence.evidence.chib_log_evidence_parafac`)
         or the exact-kernel SMC over count arrivals
         (:func:`~skevidence.evidence.smc_log_evidence`, integer counts only),
         the reference the others are measured against.
@@ -187,7 +187,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         return PoissonPARAFACModel(self.rank, check_prior_rates(self.prior_rate), n_blocks)
 
     def _chib_log_evidence(self, model, X):
-        from ..evidence.chib_parafac import chib_log_evidence_parafac
+        from ..evidence.chib import chib_log_evidence_parafac
 
         return chib_log_evidence_parafac(X, model.n_components, prior_rates=model.prior_rates, **self._chib_params())
 

@@ -6,8 +6,7 @@ from ..models._trace import ChainTrace
 from ._runner import GradientChainRunner, Minibatches
 from ._stderr import batch_means_variance, integrated_autocorr_time
 from .ais import ais_log_evidence
-from .chib import chib_log_evidence_nmf
-from .chib_parafac import chib_log_evidence_parafac
+from .chib import chib_log_evidence_nmf, chib_log_evidence_parafac
 from .exact import exact_log_evidence
 from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
 from .smc import smc_log_evidence
