@@ -27,11 +27,9 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import FASTMATH
-from .gibbs_nmf import split_count
+from .gibbs import _mode_sums, _rescale_pair, sample_mode, sample_sources
 
 __all__ = [
-    "SCALE_STEP",
-    "column_sums",
     "log_ess",
     "log_intensity_block",
     "move_particles",
@@ -39,26 +37,10 @@ __all__ = [
     "total_intensity",
 ]
 
-#: Random-walk step of the scale move, in units of the conditional's standard deviation.
-SCALE_STEP = 2.0
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def column_sums(F, offsets):
-    """``(n_modes, R)``: the column sums of every mode's factor in the stack ``F`` (D, R)."""
-    n_modes = offsets.shape[0] - 1
-    R = F.shape[1]
-    out = np.zeros((n_modes, R))
-    for m in range(n_modes):
-        for d in range(offsets[m], offsets[m + 1]):
-            for r in range(R):
-                out[m, r] += F[d, r]
-    return out
-
 
 @njit(cache=True, fastmath=FASTMATH)
 def _total(sums):
-    r""":math:`\sum_e V_e = \sum_r \prod_m (\text{column sum of mode } m)_r` from :func:`column_sums`."""
+    r""":math:`\sum_e V_e = \sum_r \prod_m (\text{column sum of mode } m)_r`, from the ``(N, R)`` mode sums."""
     total = 0.0
     for r in range(sums.shape[1]):
         prod = 1.0
@@ -74,8 +56,22 @@ def total_intensity(particles, offsets):
     n_particles = particles.shape[0]
     out = np.empty(n_particles)
     for p in prange(n_particles):
-        out[p] = _total(column_sums(particles[p], offsets))
+        out[p] = _total(_mode_sums(particles[p], offsets))
     return out
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _intensities(F, idx, e, q):
+    """``q[r] = prod_m F[idx[e, m], r]``, the components' intensities at entry ``e``; returns their sum."""
+    n_modes = idx.shape[1]
+    total = 0.0
+    for r in range(F.shape[1]):
+        prod = F[idx[e, 0], r]
+        for m in range(1, n_modes):
+            prod *= F[idx[e, m], r]
+        q[r] = prod
+        total += prod
+    return total
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
@@ -85,19 +81,10 @@ def log_intensity_block(particles, idx, entries, out):
     ``entries`` (int64, ``(n,)``) are the entries of ``n`` consecutive units;
     ``out`` is ``(P, n)`` float64.
     """
-    n_particles, _, R = particles.shape
-    n_modes = idx.shape[1]
-    for p in prange(n_particles):
-        F = particles[p]
+    q = np.empty((particles.shape[0], particles.shape[2]))
+    for p in prange(particles.shape[0]):
         for u in range(entries.shape[0]):
-            e = entries[u]
-            v = 0.0
-            for r in range(R):
-                prod = F[idx[e, 0], r]
-                for m in range(1, n_modes):
-                    prod *= F[idx[e, m], r]
-                v += prod
-            out[p, u] = math.log(v)
+            out[p, u] = math.log(_intensities(particles[p], idx, entries[u], q[p]))
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -150,92 +137,8 @@ def next_stop(log_v, times, s, total_v, sum_log_v, min_log_ess, must_add):
     return accepted
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _intensities(F, idx, e, q):
-    """``q[r] = prod_m F[idx[e, m], r]``, the components' intensities at entry ``e``; returns their sum."""
-    n_modes = idx.shape[1]
-    total = 0.0
-    for r in range(F.shape[1]):
-        prod = F[idx[e, 0], r]
-        for m in range(1, n_modes):
-            prod *= F[idx[e, m], r]
-        q[r] = prod
-        total += prod
-    return total
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _sample_sources(idx, counts, active, F, stats, q, tail, alloc):
-    """The S-step over the entries with arrived units: their source sums per factor row into ``stats``."""
-    stats[:] = 0
-    for a in range(active.shape[0]):
-        e = active[a]
-        _intensities(F, idx, e, q)
-        split_count(counts[e], q, tail, alloc)
-        for m in range(idx.shape[1]):
-            row = idx[e, m]
-            for r in range(alloc.shape[0]):
-                stats[row, r] += alloc[r]
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _sample_mode(F, offsets, mode, stats, prior_rate, exposure):
-    r"""Draw mode ``mode``'s rows from :math:`\mathcal{G}(1 + S,\ \lambda_m + s \prod_{m' \ne m} \Sigma_{m'})`."""
-    n_modes = offsets.shape[0] - 1
-    R = F.shape[1]
-    sums = column_sums(F, offsets)
-    rate = np.empty(R)
-    for r in range(R):
-        prod = 1.0
-        for m in range(n_modes):
-            if m != mode:
-                prod *= sums[m, r]
-        rate[r] = prior_rate + exposure * prod
-    for d in range(offsets[mode], offsets[mode + 1]):
-        for r in range(R):
-            F[d, r] = np.random.gamma(1.0 + stats[d, r], 1.0 / rate[r])
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _scale_moves(F, offsets, prior_rates):
-    r"""Metropolis moves along every component's scale ridges.
-
-    For modes ``m`` and ``m + 1`` and component ``r``, the move
-    :math:`(c\, f^{(m)}_r,\ f^{(m+1)}_r / c)` leaves every intensity, so the
-    likelihood at any exposure, unchanged. In :math:`u = \log c` (Haar
-    measure :math:`dc/c`, Jacobian :math:`c^{I_m - I_{m+1}}`) the target is
-    :math:`g(u) = (I_m - I_{m+1}) u - a e^u - b e^{-u}` with
-    :math:`a = \lambda_m \sum_i f^{(m)}_{ir}`,
-    :math:`b = \lambda_{m+1} \sum_i f^{(m+1)}_{ir}`, whose curvature is at
-    least :math:`2\sqrt{ab}`; ``ab`` is invariant under the move, so a
-    random-walk step set by it is symmetric and needs no Hastings term.
-    The Gibbs sweeps cross these ridges slowly when counts are large.
-    """
-    n_modes = offsets.shape[0] - 1
-    R = F.shape[1]
-    for m in range(n_modes - 1):
-        dim_difference = (offsets[m + 1] - offsets[m]) - (offsets[m + 2] - offsets[m + 1])
-        for r in range(R):
-            sa = 0.0
-            for d in range(offsets[m], offsets[m + 1]):
-                sa += F[d, r]
-            sb = 0.0
-            for d in range(offsets[m + 1], offsets[m + 2]):
-                sb += F[d, r]
-            a = prior_rates[m] * sa
-            b = prior_rates[m + 1] * sb
-            u = np.random.standard_normal() * SCALE_STEP / math.sqrt(2.0 * math.sqrt(a * b))
-            log_ratio = dim_difference * u - a * (math.exp(u) - 1.0) - b * (math.exp(-u) - 1.0)
-            if math.log(np.random.random()) < log_ratio:
-                c = math.exp(u)
-                for d in range(offsets[m], offsets[m + 1]):
-                    F[d, r] *= c
-                for d in range(offsets[m + 1], offsets[m + 2]):
-                    F[d, r] /= c
-
-
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
-def move_particles(particles, offsets, idx, arrived, active, prior_rates, exposure, n_sweeps, seeds):
+def move_particles(particles, offsets, idx, counts, prior_rates, exposure, n_sweeps, seeds):
     r"""``n_sweeps`` Gibbs sweeps of every particle at the target :math:`\gamma_s`.
 
     Parameters
@@ -243,11 +146,10 @@ def move_particles(particles, offsets, idx, arrived, active, prior_rates, exposu
     particles : float64 array of shape (P, D, R)
         Updated in place.
     offsets : int64 array of shape (n_modes + 1,)
-    idx : int64 array of shape (nnz, n_modes)
-    arrived : int64 array of shape (nnz,)
-        Units arrived so far per entry, :math:`y_e(s)`.
-    active : int64 array of shape (n_active,)
+    idx : int64 array of shape (n, n_modes)
         The entries with arrived units.
+    counts : int64 array of shape (n,)
+        Their arrived units, :math:`y_e(s)`.
     prior_rates : float64 array of shape (n_modes,)
     exposure : float
         :math:`s`.
@@ -258,13 +160,15 @@ def move_particles(particles, offsets, idx, arrived, active, prior_rates, exposu
     Notes
     -----
     A sweep is the S-step (the sources of the arrived units given the
-    factors, Cemgil 2009), a draw of each mode's factor given the sources
-    and the other modes (modes in order: Gamma conditionals with rates
-    :math:`\lambda_m + s \prod_{m' \ne m} \sum_i F^{(m')}_{ir}`), then the
-    scale moves (:func:`_scale_moves`). Redrawing only some entries' sources
-    per sweep (keeping the others' with the particle) is cheaper but was
-    measured to mix far too slowly: resampling then collapses the particles
-    onto few source configurations.
+    factors, :func:`~skevidence.kernels.gibbs.sample_sources`), a draw of
+    each mode's factor given the sources and the other modes (modes in order,
+    :func:`~skevidence.kernels.gibbs.sample_mode` at the exposure), then a
+    Metropolis move along every component's scale ridge between consecutive
+    modes, which leaves every intensity, so the likelihood at any exposure,
+    unchanged. Redrawing only some entries' sources per sweep (keeping the
+    others' with the particle) is cheaper but was measured to mix far too
+    slowly: resampling then collapses the particles onto few source
+    configurations.
     """
     n_particles, n_rows, R = particles.shape
     n_modes = offsets.shape[0] - 1
@@ -272,11 +176,9 @@ def move_particles(particles, offsets, idx, arrived, active, prior_rates, exposu
         np.random.seed(seeds[p])
         F = particles[p]
         stats = np.empty((n_rows, R), dtype=np.int64)
-        q = np.empty(R)
-        tail = np.empty(R)
-        alloc = np.empty(R, dtype=np.int64)
         for _ in range(n_sweeps):
-            _sample_sources(idx, arrived, active, F, stats, q, tail, alloc)
+            sample_sources(idx, counts, F, stats)
             for m in range(n_modes):
-                _sample_mode(F, offsets, m, stats, prior_rates[m], exposure)
-            _scale_moves(F, offsets, prior_rates)
+                sample_mode(F, offsets, m, stats, prior_rates[m], exposure, 0, 0)
+            for m in range(n_modes - 1):
+                _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1], 0.0, True)
