@@ -11,12 +11,13 @@ target at time :math:`s` is the posterior of the units arrived by then,
 Each target is a Poisson factorisation posterior with integer data, so the
 latent-source Gibbs sweep (with the factor rates :math:`\lambda + s \cdot`
 the product of the other factors' sums) leaves it exactly invariant: no step
-size, no discretisation, no Metropolis rejection. The sampler is the
-adaptive SMC sampler of Del Moral, Doucet & Jasra (2006) on the
-data-tempering path of Chopin (2002): add units while the effective sample
-size of the incremental weights stays above a fraction of the particles,
-resample, move every particle with Gibbs sweeps, and multiply the running
-estimate of :math:`Z` by the mean incremental weight. Going from
+size, no discretisation, no Metropolis rejection. The sampler is the SMC
+sampler of Del Moral, Doucet & Jasra (2006) on the data-tempering path of
+Chopin (2002): add units, reweight, resample, move every particle with Gibbs
+sweeps, and multiply the running estimate of :math:`Z` by the mean
+incremental weight. A pilot run chooses the steps (each adds units while the
+effective sample size of the incremental weights stays above a fraction of
+the particles); the runs that make the estimate follow them. Going from
 :math:`(y, s)` to :math:`(y', s')` weights a particle by
 :math:`\prod_e V_e^{y'_e - y_e} \exp(-(s' - s)\sum_e V_e)`; the factors shared
 by all particles, :math:`s'^{|y'|} s^{-|y|} \prod_e y_e!/y'_e!`, telescope to
