@@ -75,6 +75,14 @@ LANGEVIN_MAX_DRIFT = 3.0
 #: long for the Euler scheme almost everywhere, not only near an intensity of 0.
 MAX_CAPPED_FRACTION = 0.01
 
+#: A generic SG-MCMC chain (:class:`~skevidence.evidence.GradientChainRunner`)
+#: has diverged when, after burn-in, more than ``MAX_CAPPED_FRACTION`` of its
+#: entry updates exceed this many standard deviations of the sampler's own
+#: noise. Where the Euler step is accurate the drift is a small fraction of
+#: the noise, and Gaussian noise alone passes this bound once in 10^8 draws; a
+#: chain whose steps are too long is carried by its drift, far past it.
+GENERIC_MAX_STEP = 2.0 * LANGEVIN_MAX_DRIFT
+
 #: Fewest entries in a part for the NMF kernel to run its blocks in parallel;
 #: below it the per-iteration fork/join of the threads costs more than it saves.
 PARALLEL_MIN_PART = 20_000
