@@ -75,6 +75,17 @@ LANGEVIN_MAX_DRIFT = 3.0
 #: long for the Euler scheme almost everywhere, not only near an intensity of 0.
 MAX_CAPPED_FRACTION = 0.01
 
+#: A generic SG-MCMC chain (:class:`~skevidence.evidence.GradientChainRunner`)
+#: has diverged when, after burn-in, more than ``MAX_CAPPED_FRACTION`` of its
+#: entry updates exceed this many standard deviations of the sampler's own
+#: noise. Where the Euler step is accurate the drift is a small fraction of
+#: the noise, and Gaussian noise alone never passes this bound; a chain whose
+#: steps are far too long is carried by its drift, orders of magnitude past
+#: it. The bound is wide on purpose: a short or mildly mistuned chain (a
+#: frozen pSGLD preconditioner a few times too large) is biased, and the
+#: ladder's monotonicity check warns of it, but it has not diverged.
+GENERIC_MAX_STEP = 100.0
+
 #: Fewest entries in a part for the NMF kernel to run its blocks in parallel;
 #: below it the per-iteration fork/join of the threads costs more than it saves.
 PARALLEL_MIN_PART = 20_000

@@ -1,12 +1,14 @@
 """The ``skevidence`` command line, run as users run it: in a subprocess."""
 
 import json
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 from scipy.io import wavfile
+from sklearn.pipeline import make_pipeline
 
 from skevidence import BayesianNMFRankSelector
 from skevidence.audio import SpectrogramTransformer, load_audio
@@ -80,6 +82,21 @@ def test_nmf_rank_bad_input_exits_2_with_a_message(args, message, capsys):
         status = exit_.code
     assert status == 2
     assert message in capsys.readouterr().err
+
+
+SILENT = "the spectrogram is all zeros (silent recording): nothing to factorise."
+
+
+def test_silent_recording_is_refused_by_the_cli_and_the_pipeline(tmp_path, capsys):
+    # One check, in the transformer: the command line and a pipeline of the
+    # transformer and the selector refuse silence with the same message.
+    silent = tmp_path / "silent.wav"
+    wavfile.write(silent, 16000, np.zeros(8000, dtype=np.int16))
+    assert main(["nmf-rank", str(silent), *FAST]) == 2
+    assert SILENT in capsys.readouterr().err
+    pipe = make_pipeline(SpectrogramTransformer(), BayesianNMFRankSelector(ranks=[2]))
+    with pytest.raises(ValueError, match=re.escape(SILENT)):
+        pipe.fit(np.zeros(8000))
 
 
 @pytest.mark.slow

@@ -155,6 +155,16 @@ def test_selector_bad_ranks(ranks, match):
         BayesianNMFRankSelector(ranks=ranks, **FAST).fit(X_GOOD)
 
 
+@pytest.mark.parametrize("X", [np.ones((1, 6)), np.ones((6, 1)), sp.csr_array(np.ones((1, 6)))])
+def test_estimator_refuses_ranks_the_data_cannot_support(X):
+    # The selector refuses ranks above min(I, J); the estimator of one rank
+    # refuses them with the same message, before any chain runs.
+    with pytest.raises(ValueError, match=r"n_components \[2\] exceed what the data allow"):
+        PoissonNMF(n_components=2, **FAST).fit(X)
+    with pytest.raises(ValueError, match=r"ranks \[2\] exceed what the data allow"):
+        BayesianNMFRankSelector(ranks=(1, 2), **FAST).fit(X)
+
+
 def test_diverging_chain_names_the_step_size():
     with pytest.raises(SamplerDivergenceError, match="step_size"):
         PoissonNMF(2, sampler="sgld", step_size=1e6, step_decay=0.0, **FAST, random_state=0).fit(X_GOOD * 1e3)

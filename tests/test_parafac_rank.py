@@ -77,6 +77,16 @@ def test_bad_ranks(ranks, match):
         PARAFACRankSelector(ranks=ranks, **FAST).fit(_tensor())
 
 
+@pytest.mark.parametrize("X", [np.ones((1, 2, 3)), np.ones((3, 1)), sparse.coo_array(np.ones((1, 2, 3)))])
+def test_estimator_refuses_ranks_the_data_cannot_support(X):
+    # min(IJ, IK, JK) is 2 for (1, 2, 3) and 1 for (3, 1, 1): the estimator
+    # refuses rank 3 as the selector does, with the same message.
+    with pytest.raises(ValueError, match=r"rank \[3\] exceed what the data allow"):
+        PoissonPARAFAC(rank=3, **FAST).fit(X)
+    with pytest.raises(ValueError, match=r"ranks \[3\] exceed what the data allow"):
+        PARAFACRankSelector(ranks=(1, 3), **FAST).fit(X)
+
+
 @pytest.mark.parametrize(
     "X, match",
     [(np.ones(5), "(?i)2D|3-D|dimension"), (np.ones((2, 2, 2, 2)), "(?i)3-D|dimension"),

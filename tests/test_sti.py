@@ -6,10 +6,18 @@ biases (Theorem 1 of seed 000) are kept below it by the settings, which the
 user guide discusses.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
-from skevidence import SamplerDivergenceError, sti_log_evidence
+from skevidence import (
+    BayesianGMM,
+    BayesianLinearRegression,
+    GaussianAdditiveModel,
+    SamplerDivergenceError,
+    sti_log_evidence,
+)
 from skevidence.models import GaussianAdditive, LinearGaussian
 from skevidence.samplers import PSGLD, SGLD
 
@@ -249,3 +257,31 @@ def test_warns_when_the_integrand_decreases():
     x = np.random.default_rng(0).normal(size=100)
     with pytest.warns(ConvergenceWarning, match="did not equilibrate"):
         sti_log_evidence(StuckModel(1), x, temperatures=3, n_samples=100, n_burnin=10, random_state=0)
+
+
+_RNG = np.random.default_rng
+
+
+@pytest.mark.parametrize(
+    "make_estimator, X, y, sampler",
+    [
+        (lambda: GaussianAdditiveModel(n_components=2), _RNG(0).normal(5, 2, (500, 1)), None, "psgld"),
+        (lambda: GaussianAdditiveModel(n_components=2), _RNG(0).normal(5, 2, (500, 1)), None, "sgld"),
+        (lambda: BayesianLinearRegression(), _RNG(1).normal(size=(300, 2)), _RNG(2).normal(size=300), "sgld"),
+        (lambda: BayesianGMM(n_components=2, method="sti"), _RNG(3).normal(size=(300, 2)), None, "psgld"),
+        (lambda: BayesianGMM(n_components=2, method="sti"), _RNG(3).normal(size=(300, 2)), None, "sgld"),
+    ],
+    ids=["gaussian-additive-psgld", "gaussian-additive-sgld", "linear-regression-sgld", "gmm-psgld", "gmm-sgld"],
+)
+def test_diverging_chain_raises_naming_the_step_size(make_estimator, X, y, sampler):
+    # A chain whose steps are far too long can stay finite while its drift
+    # carries it far past the posterior (log Z = -1e112 and worse): it must
+    # raise, not return that number.
+    est = make_estimator().set_params(
+        step_size=1e6, sampler=sampler, temperatures=3, n_samples=300, n_burnin=100, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SamplerDivergenceError, match="step size") as info:
+            est.fit(X, y)
+    assert info.value.step_size > 0

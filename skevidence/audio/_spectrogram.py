@@ -15,6 +15,13 @@ __all__ = ["SpectrogramTransformer"]
 INT16_FULL_SCALE = 2.0**15
 
 
+def _check_not_silent(S):
+    """``S``, or a ``ValueError`` if the spectrogram is all zeros: nothing to factorise or select."""
+    if not np.any(S):
+        raise ValueError("the spectrogram is all zeros (silent recording): nothing to factorise.")
+    return S
+
+
 class SpectrogramTransformer(TransformerMixin, BaseEstimator):
     r"""Magnitude spectrogram of one or several waveforms, frames as rows.
 
@@ -345,6 +352,13 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         S : ndarray of shape (n_frames, n_fft // 2 + 1)
             :math:`|c\\,\\mathrm{STFT}|^p`; with a list, the frames of each
             waveform in turn.
+
+        Raises
+        ------
+        ValueError
+            If the spectrogram is all zeros (a silent recording): a model of
+            it has nothing to factorise. The command line refuses a silent
+            file through this check.
         """
         stft = self._check_settings()
         blocks = []
@@ -352,7 +366,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             magnitude = np.abs(stft.stft(x)).T
             magnitude *= self._scale_factor(x, name)
             blocks.append(magnitude if self.power == 1 else magnitude**self.power)
-        return np.ascontiguousarray(np.vstack(blocks))
+        return _check_not_silent(np.ascontiguousarray(np.vstack(blocks)))
 
     def stft(self, waveform):
         """Complex STFT of one waveform, with the framing of :meth:`transform`.

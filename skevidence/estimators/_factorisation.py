@@ -8,12 +8,13 @@ model, its input validation, its Chib call and the fitted factors.
 from dataclasses import replace
 from numbers import Integral
 
+import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..samplers import Sampler
 from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
-__all__ = ["CHIB_DEFAULTS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin", "SMC_DEFAULTS"]
+__all__ = ["CHIB_DEFAULTS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin", "SMC_DEFAULTS", "check_ranks_supported"]
 
 #: Default number of groups of every mode (Şimşekli et al. 2016 use 5 x 5 on a 100 x 75 matrix).
 DEFAULT_BLOCKS = 5
@@ -39,11 +40,30 @@ CP_PARAMETER_CONSTRAINTS = {
 }
 
 
+def check_ranks_supported(name, ranks, limit, why):
+    """Raise a ``ValueError`` if a rank in ``ranks`` exceeds ``limit``, the largest the data identify.
+
+    The one check of the CP-model estimators, their rank selectors and the
+    command line: ``name`` is the parameter that holds the ranks, ``why`` says
+    what in the data bounds them.
+    """
+    ranks = np.atleast_1d(np.asarray(ranks))
+    too_large = ranks > limit
+    if np.any(too_large):
+        raise ValueError(
+            f"{name} {ranks[too_large].tolist()} exceed what the data allow: {why}, so a rank "
+            f"above {limit} cannot be identified. Use smaller ranks or more data."
+        )
+
+
 class CPEstimatorMixin(EvidenceEstimatorMixin):
     """Fit = the evidence of a CP model of ``X`` and the posterior means of its factors.
 
-    Subclasses implement ``_model(X, n_blocks)``, ``_chib_log_evidence(model,
-    X)`` and ``_validate_fit_data``; their ``fit`` calls :meth:`_fit_factors`.
+    Subclasses set ``_rank_param``, the name of their rank parameter, and
+    implement ``_rank_limit(X)`` returning ``(largest rank, why)`` (a static
+    method: the rank selectors call it too), ``_model(X, n_blocks)``,
+    ``_chib_log_evidence(model, X)`` and ``_validate_fit_data``; their ``fit``
+    calls :meth:`_fit_factors`.
     """
 
     def __sklearn_tags__(self):
@@ -92,6 +112,7 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
     def _fit_factors(self, X):
         """Validate ``X``, fit the evidence; the posterior means of the factors."""
         X, _ = self._validate_fit_data(X, None, reset=True)
+        check_ranks_supported(self._rank_param, getattr(self, self._rank_param), *self._rank_limit(X))
         self._fit_evidence(X)
         mean = self.result_.posterior_mean
         if mean is None:

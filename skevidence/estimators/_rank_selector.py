@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._factorisation import check_ranks_supported
 from .search import EvidenceGridSearch
 
 __all__ = ["SELECTOR_DEFAULTS", "RankSelectorMixin", "selector_constraints"]
@@ -38,7 +39,8 @@ class RankSelectorMixin:
     - ``_rank_param``, the name of its rank parameter;
     - ``_passthrough``, the selector parameters handed to every model unchanged;
 
-    and implement ``_rank_limit(X)`` returning ``(largest rank, why)``. Their
+    and the model class implements ``_rank_limit(X)`` returning ``(largest
+    rank, why)``, checked by :func:`check_ranks_supported` here and in the model's ``fit``. Their
     ``fit`` calls :meth:`_search_ranks`, which validates ``X`` as the model
     does and copies the best model's ``_fitted_factors`` attribute.
     """
@@ -64,12 +66,7 @@ class RankSelectorMixin:
             ranks = ranks.astype(np.int64)
         if np.any(ranks < 1):
             raise ValueError(f"every rank must be at least 1, got {ranks.tolist()}.")
-        limit, why = self._rank_limit(X)
-        if np.any(ranks > limit):
-            raise ValueError(
-                f"ranks {ranks[ranks > limit].tolist()} exceed what the data allow: {why}, so a rank "
-                f"above {limit} cannot be identified. Remove those ranks."
-            )
+        check_ranks_supported("ranks", ranks, *self._model_class._rank_limit(X))
         if np.unique(ranks).size != ranks.size:
             raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
         return ranks

@@ -135,9 +135,6 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.error_score = error_score
         self.memory = memory
 
-    def _rank_limit(self, X):
-        return min(X.shape), f"X has n_samples = {X.shape[0]} and n_features = {X.shape[1]}"
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit a Poisson NMF of every rank and keep the one of largest evidence.

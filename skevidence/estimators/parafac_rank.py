@@ -140,12 +140,6 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.error_score = error_score
         self.memory = memory
 
-    def _rank_limit(self, X):
-        I, J, K = X.shape
-        return min(I * J, I * K, J * K), (
-            f"X has shape {(I, J, K)} and every such tensor is a sum of min(IJ, IK, JK) rank-one terms"
-        )
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit a Poisson PARAFAC of every rank and keep the one of largest evidence.

@@ -94,6 +94,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
 
     #: The fitted attribute a rank selector copies from its best model.
     _fitted_factors = "components_"
+    _rank_param = "n_components"
     _cost_params = ("n_components",)
 
     _parameter_constraints = {
@@ -165,6 +166,10 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         """``validate_data`` for a non-negative matrix; ``reset=None`` leaves ``estimator`` alone."""
         kwargs = dict(accept_sparse=("csr", "csc", "coo"), dtype=np.float64, ensure_non_negative=True)
         return check_array(X, **kwargs) if reset is None else validate_data(estimator, X, reset=reset, **kwargs)
+
+    @staticmethod
+    def _rank_limit(X):
+        return min(X.shape), f"X has n_samples = {X.shape[0]} and n_features = {X.shape[1]}"
 
     def _validate_fit_data(self, X, y, reset):
         return self._validate_input(self, X, reset), None

@@ -109,6 +109,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
 
     #: The fitted attribute a rank selector copies from its best model.
     _fitted_factors = "factors_"
+    _rank_param = "rank"
     _cost_params = ("rank",)
 
     _parameter_constraints = {
@@ -179,6 +180,14 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         )
         X = check_array(X, **kwargs) if reset is None else validate_data(estimator, X, reset=reset, **kwargs)
         return check_count_tensor(X)
+
+    @staticmethod
+    def _rank_limit(X):
+        I, J, K = X.shape
+        return min(I * J, I * K, J * K), (
+            f"X has shape {(I, J, K)} (n_samples = {I}, n_features = {J}) and every such tensor "
+            "is a sum of min(IJ, IK, JK) rank-one terms"
+        )
 
     def _validate_fit_data(self, X, y, reset):
         return self._validate_input(self, X, reset), None

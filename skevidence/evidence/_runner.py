@@ -11,6 +11,7 @@ factorisation models plug in fused numba runners with the same two methods.
 
 import numpy as np
 
+from .._config import GENERIC_MAX_STEP, MAX_CAPPED_FRACTION
 from ..exceptions import SamplerDivergenceError
 from ..models._trace import ChainTrace
 from ..samplers import mirror
@@ -42,15 +43,23 @@ class Minibatches:
         return idx
 
 
-def _divergence(sampler, temperature, k, step_size, schedule):
+def _divergence(sampler, temperature, k, step_size, schedule, failure="(non-finite state) at"):
     return SamplerDivergenceError(
         f"The {sampler.name} chain at temperature t={temperature:.4g} diverged "
-        f"(non-finite state) at iteration {k}, with step size {step_size:.3g}. "
+        f"{failure} iteration {k}, with step size {step_size:.3g}. "
         f"Lower step_size (now a={schedule.a:.3g}), e.g. by a factor of 10.",
         temperature=temperature,
         iteration=k,
         step_size=step_size,
     )
+
+
+def _n_long_updates(sampler, sampler_state, previous, theta, step_size):
+    """Entries of one update longer than ``GENERIC_MAX_STEP`` noise standard deviations."""
+    noise_std = sampler.noise_std(step_size, sampler_state)
+    if noise_std is None:
+        return 0
+    return int(np.count_nonzero(np.abs(theta - previous) > GENERIC_MAX_STEP * noise_std))
 
 
 class GradientChainRunner:
@@ -120,6 +129,7 @@ class GradientChainRunner:
         sampler_state = sampler.init_state(theta)
         kept = np.empty(n_kept)
         state_sum = np.zeros_like(theta)
+        n_long = 0
         step_size = schedule(1)
         for k in range(1, n_samples + 1):
             Xb, yb = self._rows(batches.next())
@@ -132,11 +142,22 @@ class GradientChainRunner:
             step_size = schedule(k)
             grad = (temperature * scale) * lik_grad + model.grad_log_prior(theta)
             mean_lik_grad = (temperature / self.batch_size) * lik_grad
+            previous = theta
             theta = sampler.step(theta, grad, mean_lik_grad, step_size, rng, sampler_state)
             theta = mirror(theta, model.nonnegative)
             if not np.isfinite(theta).all():
                 raise _divergence(sampler, temperature, k, step_size, schedule)
+            if k > n_burnin:
+                n_long += _n_long_updates(sampler, sampler_state, previous, theta, step_size)
         if not np.isfinite(kept).all():
             raise _divergence(sampler, temperature, n_samples, step_size, schedule)
+        long_fraction = n_long / (n_kept * theta.size)
+        if long_fraction > MAX_CAPPED_FRACTION:
+            failure = (
+                f"by {100 * long_fraction:.2g}% of its updates after burn-in exceeding "
+                f"{GENERIC_MAX_STEP:g} standard deviations of its noise (its steps are too "
+                "long to sample the posterior) at"
+            )
+            raise _divergence(sampler, temperature, n_samples, step_size, schedule, failure)
         trace = ChainTrace(kept, n_samples * self.batch_size, step_size, None, state_sum / n_kept)
         return theta, trace

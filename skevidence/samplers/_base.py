@@ -29,6 +29,16 @@ class Sampler(ABC):
     def end_burnin(self, state):
         """Called once when burn-in ends, before the first kept sample."""
 
+    def noise_std(self, step_size, state):
+        """Standard deviation of the noise the last :meth:`step` injected, per entry.
+
+        A chain whose updates are many times this size is driven by its drift,
+        not by its noise: its Euler steps are too long and it diverges (the
+        runner raises :class:`~skevidence.SamplerDivergenceError`). ``None``,
+        the default, means the sampler offers no such scale and is not checked.
+        """
+        return None
+
     @abstractmethod
     def step(self, theta, grad, mean_lik_grad, step_size, rng, state):
         r"""One update of ``theta``.

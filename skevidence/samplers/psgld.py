@@ -85,8 +85,12 @@ class PSGLD(Sampler):
             v += (1.0 - self.alpha) * sq
         state["v"] = v
         precond = 1.0 / (self.sigma + np.sqrt(v))
+        state["precond"] = precond
         noise = rng.standard_normal(theta.shape)
         return theta + step_size * precond * grad + np.sqrt(2.0 * step_size * precond) * noise
+
+    def noise_std(self, step_size, state):
+        return np.sqrt(2.0 * step_size * state["precond"])
 
     def __repr__(self):
         return f"PSGLD(alpha={self.alpha!r}, sigma={self.sigma!r}, adapt={self.adapt!r})"

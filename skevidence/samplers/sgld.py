@@ -22,5 +22,8 @@ class SGLD(Sampler):
         noise = rng.standard_normal(theta.shape)
         return theta + step_size * grad + np.sqrt(2.0 * step_size) * noise
 
+    def noise_std(self, step_size, state):
+        return np.sqrt(2.0 * step_size)
+
     def __repr__(self):
         return "SGLD()"
