@@ -14,7 +14,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..samplers import Sampler
 from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
-__all__ = ["CHIB_DEFAULTS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin", "SMC_DEFAULTS", "check_ranks_supported"]
+__all__ = [
+    "CHIB_DEFAULTS",
+    "CP_PARAMETER_CONSTRAINTS",
+    "CPEstimatorMixin",
+    "SMC_DEFAULTS",
+    "check_ranks_supported",
+]
 
 #: Default number of groups of every mode (Şimşekli et al. 2016 use 5 x 5 on a 100 x 75 matrix).
 DEFAULT_BLOCKS = 5
