@@ -31,7 +31,7 @@ FAST_STI = dict(
 )
 # check_classifiers_train wants 83% training accuracy: chains long enough to leave the prior.
 FAST_STI_CLF = {
-    **FAST_STI, "n_samples": 300, "n_burnin": 100, "sampler": "sgld", "step_size": 1e-3,
+    **FAST_STI, "n_samples": 1000, "n_burnin": 300, "sampler": "sgld", "step_size": 2e-4,
     "step_decay": 0.0,
 }  # fmt: skip
 
