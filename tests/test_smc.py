@@ -7,7 +7,8 @@ from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from scipy import sparse, special, stats
 
 from skevidence import PoissonNMF, PoissonPARAFAC
-from skevidence.evidence.smc import combine_runs, count_entries, smc_log_evidence
+from skevidence.evidence._counts import count_entries
+from skevidence.evidence.smc import combine_runs, smc_log_evidence
 from skevidence.kernels.smc import (
     log_ess,
     log_intensity_block,
@@ -71,7 +72,7 @@ def _problem(shape, rank, seed, scale=1.0):
 
 
 def _stacked(X):
-    idx, counts, shape = count_entries(X)
+    idx, counts, shape = count_entries(X, method="the SMC", advice="")
     offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
     return np.ascontiguousarray(idx + offsets[:-1]), counts, offsets
 

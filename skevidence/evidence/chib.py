@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from itertools import permutations
 
 import numpy as np
-from scipy import optimize, sparse, special
+from scipy import optimize, special
 
 from .._progress import progress
 from .._random import seed_sequence
 from ..kernels.gibbs import gibbs_sweeps, relabel_to
 from ..models.poisson_parafac import check_count_tensor, check_prior_rates
+from ._counts import count_entries
 from ._result import EvidenceResult
 from ._stderr import batch_means_variance
 
@@ -104,61 +105,22 @@ def _check_runs(n_samples, n_burnin, n_reduced, block_variance):
     return n_samples, n_burnin, n_reduced, block_variance
 
 
-def _integer_counts(values, advice):
-    fractional = values != np.round(values)
-    if np.any(fractional):
-        raise ValueError(
-            "Chib's method needs integer counts; X has non-integer entries "
-            f"(e.g. {values[fractional][0]:g}, {int(fractional.sum())} of them). The Gibbs "
-            f"sampler's latent sources exist only for integer data; {advice}"
-        )
-
-
 def _matrix_counts(X):
     """Validate a matrix of integer counts; its non-zeros as ``(coords, counts, shape)``."""
-    if sparse.issparse(X):
-        if len(X.shape) != 2:
-            raise ValueError(f"X must be 2-D, got a sparse input of shape {X.shape}.")
-        coo = sparse.coo_matrix(X)
-        coo.sum_duplicates()
-        values, rows, cols = coo.data, coo.row, coo.col
-        shape = coo.shape
-    else:
-        X = np.asarray(X)
-        if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
-            raise ValueError(f"X must be numeric counts, got dtype {X.dtype}.")
-        if np.iscomplexobj(X):
-            raise ValueError("X must be real counts, got complex values.")
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (I x J counts), got an array of shape {X.shape}.")
-        rows, cols = np.nonzero(X)
-        values = X[rows, cols]
-        shape = X.shape
-    if shape[0] == 0 or shape[1] == 0:
-        raise ValueError(f"X is empty (shape {shape}): the evidence needs at least one entry.")
-    values = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("X contains NaN or infinity; Chib's method needs finite integer counts.")
-    if np.any(values < 0):
-        raise ValueError(
-            f"X has negative entries (min {values.min():g}); Poisson counts are non-negative."
-        )
-    _integer_counts(values, "use STI for magnitude spectrograms.")
-    keep = values > 0
-    return (rows[keep], cols[keep]), values[keep], (int(shape[0]), int(shape[1]))
+    idx, counts, shape = count_entries(
+        X, n_modes=2, method="Chib's method",
+        advice="the Gibbs sampler's latent sources exist only for integer data; use STI for "
+        "magnitude spectrograms.",
+    )
+    return (idx[:, 0], idx[:, 1]), counts.astype(np.float64), shape
 
 
 def _tensor_counts(X):
     """Validate a tensor of integer counts (2-D as (I, J, 1)); ``(coords, counts, shape)``."""
-    X = check_count_tensor(X)
-    if hasattr(X, "coords"):  # a 3-D coo_array, duplicates summed
-        coords, values = tuple(np.asarray(c) for c in X.coords), np.asarray(X.data)
-    else:
-        coords = np.nonzero(X)
-        values = X[coords]
-    _integer_counts(values, "use STI (method='sti') instead.")
-    keep = values > 0
-    return tuple(c[keep] for c in coords), values[keep], tuple(int(n) for n in X.shape)
+    idx, counts, shape = count_entries(
+        check_count_tensor(X), n_modes=3, method="Chib's method", advice="use STI (method='sti') instead."
+    )
+    return tuple(idx.T), counts.astype(np.float64), shape
 
 
 def _log_ordinate(log_densities):

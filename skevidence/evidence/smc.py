@@ -36,9 +36,10 @@ from .._progress import progress
 from .._random import seed_sequence
 from .._threads import numba_threads
 from ..kernels.smc import log_ess, log_intensity_block, move_particles, next_stop, total_intensity
+from ._counts import count_entries
 from ._result import EvidenceResult
 
-__all__ = ["combine_runs", "count_entries", "smc_log_evidence"]
+__all__ = ["combine_runs", "smc_log_evidence"]
 
 #: Units whose log-intensities one kernel call computes while a step's stop is sought.
 _SCAN_BLOCK = 512
@@ -55,52 +56,6 @@ _AUTO_MAX_GROWTH = 8.0
 #: A run is refused beyond this many SMC steps: the particles are then far too
 #: few for the data (each step costs a full Gibbs move of every particle).
 _MAX_STEPS = 1_000_000
-
-
-def count_entries(X):
-    """Validate an array of non-negative integer counts (dense, or scipy.sparse) of any order.
-
-    Returns
-    -------
-    idx : int64 array of shape (nnz, n_modes)
-        The non-zero entries' indices, row-major order.
-    counts : int64 array of shape (nnz,)
-    shape : tuple of int
-    """
-    if sparse.issparse(X):
-        coo = sparse.coo_array(X)
-        coo.sum_duplicates()
-        coords = coo.coords if hasattr(coo, "coords") else (coo.row, coo.col)
-        idx = np.stack([np.asarray(c, dtype=np.int64) for c in coords], axis=1)
-        values = np.asarray(coo.data)
-        shape = tuple(int(n) for n in coo.shape)
-        keep = values != 0
-        idx, values = idx[keep], values[keep]
-    else:
-        X = np.asarray(X)
-        if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
-            raise ValueError(f"X must be numeric counts, got dtype {X.dtype}.")
-        if np.iscomplexobj(X):
-            raise ValueError("X must be real counts, got complex values.")
-        shape = X.shape
-        idx = np.argwhere(X != 0).astype(np.int64)
-        values = X[tuple(idx.T)]
-    if len(shape) < 2:
-        raise ValueError(f"X must have at least two modes (a matrix or a tensor), got shape {shape}.")
-    if min(shape) == 0:
-        raise ValueError(f"X is empty (shape {shape}): the evidence needs at least one entry.")
-    values = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("X contains NaN or infinity; the evidence of counts needs finite values.")
-    if np.any(values < 0):
-        raise ValueError(f"X has negative entries (min {values.min():g}); Poisson counts are non-negative.")
-    if np.any(values != np.round(values)):
-        raise ValueError(
-            "X has non-integer entries: the count-arrival SMC needs integer counts. For real-valued "
-            "data use method='sti'."
-        )
-    order = np.lexsort(idx.T[::-1]) if idx.shape[0] else np.arange(0)
-    return idx[order], values[order].astype(np.int64), shape
 
 
 def combine_runs(log_z):
@@ -339,7 +294,9 @@ def smc_log_evidence(
     'smc'
     """
     start = time.perf_counter()
-    idx, counts, shape = count_entries(X)
+    idx, counts, shape = count_entries(
+        X, method="the count-arrival SMC", advice="for real-valued data use method='sti'."
+    )
     n_modes = len(shape)
     n_components = int(n_components)
     if n_components < 1:
