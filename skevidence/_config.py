@@ -6,6 +6,7 @@ here, so that a change of policy is a change of one line.
 
 __all__ = [
     "DEFAULT_LADDER_POWER",
+    "DEFAULT_TOL",
     "FASTMATH",
     "AUTOCORR_WINDOW",
     "MIN_BATCHES",
@@ -23,6 +24,10 @@ __all__ = [
 
 #: Exponent ``c`` of the power ladder ``t_i = (i / T) ** c`` (Friel & Pettitt 2008).
 DEFAULT_LADDER_POWER = 5.0
+
+#: Default tolerance (nats) of the error bar of the referenced path: the
+#: estimators', the rank selectors' and the command line's.
+DEFAULT_TOL = 1.0
 
 #: Default exponent ``b`` of the burn-in step-size schedule ``(a / k) ** b``.
 STEP_DECAY = 0.51

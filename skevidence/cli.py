@@ -20,14 +20,23 @@ from pathlib import Path
 
 import numpy as np
 
+from ._config import DEFAULT_TOL
+
 __all__ = ["main"]
 
-#: Defaults of ``nmf-rank``, sized so the bundled clip runs in well under a minute.
+#: Defaults of ``nmf-rank``.
 DEFAULT_RANKS = (1, 2, 4, 8, 16, 32)
 DEFAULT_SCALE = 1e-3
-DEFAULT_TEMPERATURES = 10
-DEFAULT_SAMPLES = 2000
-DEFAULT_BURNIN = 1000
+#: Chain settings of ``--reference prior`` (the papers' path); ``vb`` uses the estimators' own.
+PRIOR_CHAIN = dict(temperatures=10, n_samples=2000, n_burnin=1000)
+#: First round of ``--reference vb`` (``--tol`` lengthens it): a quarter of the
+#: estimators' default, since one round at rank 32 on a spectrogram of 60 000
+#: bins costs minutes, and the ranks of a recording differ by thousands of nats.
+VB_CHAIN = dict(temperatures=16, n_samples=150, n_burnin=50)
+#: Seconds a rank may spend on each refinement pass by default: on the bundled
+#: clip the chains at ranks of 8 and above do not reach ``tol`` in minutes, and
+#: the command says so rather than run for an hour.
+DEFAULT_MAX_TIME = 30.0
 
 
 def _positive_float(text):
@@ -83,10 +92,31 @@ def _build_parser():
         help="rate of the exponential priors on both factors; 'auto' is 1/sqrt(mean of the "
         "spectrogram), so that a rank-1 model's prior mean intensity equals the data's mean",
     )
-    nmf.add_argument("--sampler", choices=("logsgld", "psgld", "sgld"), default="logsgld", help="SG-MCMC sampler")
-    nmf.add_argument("--temperatures", type=_positive_int, default=DEFAULT_TEMPERATURES, help="temperatures of the ladder")
-    nmf.add_argument("--n-samples", type=_positive_int, default=DEFAULT_SAMPLES, help="iterations per temperature")
-    nmf.add_argument("--n-burnin", type=int, default=DEFAULT_BURNIN, help="burn-in iterations per temperature")
+    nmf.add_argument(
+        "--reference", choices=("vb", "prior"), default="vb",
+        help="start of the integration path: 'vb', a variational fit (converged estimates with an error bar "
+        "that covers chain lag and quadrature), or 'prior', the papers' stochastic TI",
+    )
+    nmf.add_argument(
+        "--tol", type=_positive_float, default=DEFAULT_TOL,
+        help="target error bar of every rank still in the running, in nats (--reference vb)",
+    )
+    nmf.add_argument(
+        "--max-time", type=_positive_float, default=DEFAULT_MAX_TIME,
+        help="seconds a rank may spend on each refinement of its estimate (--reference vb); a rank that "
+        "does not reach --tol in time is reported with a warning",
+    )
+    nmf.add_argument("--sampler", choices=("logsgld", "psgld", "sgld"), default="logsgld",
+                     help="SG-MCMC sampler (--reference prior)")
+    nmf.add_argument("--temperatures", type=_positive_int, default=None,
+                     help=f"ladder intervals (default: {VB_CHAIN['temperatures']} for vb, a multiple of 4; "
+                     f"{PRIOR_CHAIN['temperatures']} for prior)")
+    nmf.add_argument("--n-samples", type=_positive_int, default=None,
+                     help=f"iterations per temperature, burn-in included (default: {VB_CHAIN['n_samples']} for vb, which --tol "
+                     f"lengthens; {PRIOR_CHAIN['n_samples']} for prior)")
+    nmf.add_argument("--n-burnin", type=int, default=None,
+                     help=f"burn-in iterations per temperature (default: {VB_CHAIN['n_burnin']} for vb; {PRIOR_CHAIN['n_burnin']} "
+                     f"for prior)")
     nmf.add_argument("--seed", type=int, default=0, help="random seed (the same seed gives the same numbers)")
     nmf.add_argument(
         "--cache", type=Path, metavar="DIR",
@@ -119,6 +149,24 @@ def _finite_or_none(values):
     return [float(v) if np.isfinite(v) else None for v in values]
 
 
+def _decision(selector):
+    """Whether the chosen rank stands out from every other by more than their combined error bars."""
+    from .estimators._rank_selector import DECISION_Z
+
+    scores, stds = selector.log_evidence_, selector.log_evidence_std_
+    best = int(np.flatnonzero(selector.ranks_ == selector.best_rank_)[0])
+    others = [i for i in range(scores.size) if i != best and np.isfinite(scores[i])]
+    if not others:
+        return "decided: only one rank was estimated."
+    gaps = [(scores[best] - scores[i]) / math.hypot(stds[best], stds[i]) for i in others]
+    closest = others[int(np.argmin(gaps))]
+    text = (f"the runner-up, rank {selector.ranks_[closest]}, is {scores[best] - scores[closest]:.1f} nats below "
+            f"({min(gaps):.1f} combined error bars)")
+    if selector.decided_:
+        return f"decided: {text}."
+    return (f"NOT decided: {text}, less than {DECISION_Z:g}; lower --tol (or raise --max-time) to separate them.")
+
+
 def _nmf_rank(args, out):
     from .audio import SpectrogramTransformer
     from .estimators import BayesianNMFRankSelector
@@ -140,17 +188,27 @@ def _nmf_rank(args, out):
         f"prior rate={prior_rate:.4g}",
         file=out,
     )
-    print(
-        f"STI: {args.sampler}, {args.temperatures} temperatures, {args.n_samples} iterations "
-        f"({args.n_burnin} burn-in), seed {args.seed}",
-        file=out, flush=True,
-    )
+    chain = {name: getattr(args, name) for name in PRIOR_CHAIN}
+    if args.reference == "prior":
+        chain = {name: PRIOR_CHAIN[name] if value is None else value for name, value in chain.items()}
+        print(
+            f"STI from the prior: {args.sampler}, {chain['temperatures']} temperatures, {chain['n_samples']} "
+            f"iterations ({chain['n_burnin']} burn-in), seed {args.seed}",
+            file=out, flush=True,
+        )
+    else:
+        chain = {name: VB_CHAIN[name] if value is None else value for name, value in chain.items()}
+        limit = f"refining for at most {args.max_time:g} s a rank and pass"
+        print(
+            f"TI referenced by variational Bayes, Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for "
+            f"every rank in the running ({limit}), seed {args.seed}",
+            file=out, flush=True,
+        )
     start = time.perf_counter()
     selector = BayesianNMFRankSelector(
         ranks=tuple(args.ranks), prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed,
-        verbose=0 if args.quiet else 1, sampler=args.sampler, temperatures=args.temperatures,
-        n_samples=args.n_samples, n_burnin=args.n_burnin,
-        memory=None if args.cache is None else str(args.cache),
+        verbose=0 if args.quiet else 1, reference=args.reference, tol=args.tol, max_time=args.max_time,
+        sampler=args.sampler, **chain, memory=None if args.cache is None else str(args.cache),
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -163,11 +221,14 @@ def _nmf_rank(args, out):
         selector.ranks_, selector.log_evidence_, selector.log_evidence_std_, selector.model_probabilities_
     ):
         mark = "  <- chosen" if rank == selector.best_rank_ else ""
+        if args.reference == "vb" and se > args.tol:
+            mark += "  (error bar above --tol)"
         if int(rank) in selector.errors_:
             print(f"{rank:>5}  {'failed':>16} {'':>10}  {'':>11}  {selector.errors_[int(rank)]}", file=out)
         else:
             print(f"{rank:>5}  {logz:16.1f} {se:10.1f}  {prob:11.3f}{mark}", file=out)
     print(f"\nchosen rank: {selector.best_rank_}  ({elapsed:.1f} s)", file=out)
+    print(_decision(selector), file=out)
     for w in caught:
         print(f"warning: {w.message}", file=out)
 
@@ -183,10 +244,12 @@ def _nmf_rank(args, out):
             "log_evidence_std": _finite_or_none(selector.log_evidence_std_),
             "model_probabilities": _finite_or_none(selector.model_probabilities_),
             "best_rank": int(selector.best_rank_),
+            "decided": bool(selector.decided_),
+            "within_tol": [bool(v) for v in selector.cv_results_.get("within_tol", [])],
             "errors": {str(k): v for k, v in selector.errors_.items()},
             "settings": {
-                "sampler": args.sampler, "temperatures": args.temperatures, "n_samples": args.n_samples,
-                "n_burnin": args.n_burnin, "seed": args.seed, "n_fft": args.n_fft,
+                "reference": args.reference, "tol": args.tol, "max_time": args.max_time,
+                "sampler": args.sampler, **chain, "seed": args.seed, "n_fft": args.n_fft,
                 "hop_length": spectrogram.hop_length_, "window": args.window,
             },
             "wall_time": elapsed,

@@ -16,12 +16,13 @@ from skevidence.cli import main
 from skevidence.datasets import example_audio_path
 
 #: Small settings: the point is the plumbing, not the evidence.
-FAST = ["--ranks", "1", "2", "--temperatures", "3", "--n-samples", "120", "--n-burnin", "40", "-q"]
+FAST = ["--ranks", "1", "2", "--reference", "prior", "--temperatures", "3", "--n-samples", "120", "--n-burnin", "40",
+        "-q"]
 
 
 def _cli(*args, cwd=None):
     return subprocess.run(
-        [sys.executable, "-m", "skevidence", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+        [sys.executable, "-m", "skevidence", *args], capture_output=True, text=True, cwd=cwd, timeout=3600
     )
 
 
@@ -37,7 +38,7 @@ def test_nmf_rank_on_the_bundled_clip_matches_the_selector(tmp_path):
     assert record["prior_rate"] == pytest.approx(1.0 / np.sqrt(X.mean()), rel=1e-12)
     selector = BayesianNMFRankSelector(
         ranks=(1, 2), prior_rate=record["prior_rate"], random_state=0, temperatures=3, n_samples=120,
-        n_burnin=40,
+        n_burnin=40, reference="prior"
     ).fit(X)
     np.testing.assert_allclose(record["log_evidence"], selector.log_evidence_, rtol=1e-12)
     np.testing.assert_allclose(record["log_evidence_std"], selector.log_evidence_std_, rtol=1e-12)
@@ -94,7 +95,7 @@ def test_silent_recording_is_refused_by_the_cli_and_the_pipeline(tmp_path, capsy
     wavfile.write(silent, 16000, np.zeros(8000, dtype=np.int16))
     assert main(["nmf-rank", str(silent), *FAST]) == 2
     assert SILENT in capsys.readouterr().err
-    pipe = make_pipeline(SpectrogramTransformer(), BayesianNMFRankSelector(ranks=[2]))
+    pipe = make_pipeline(SpectrogramTransformer(), BayesianNMFRankSelector(ranks=[2], reference="prior"))
     with pytest.raises(ValueError, match=re.escape(SILENT)):
         pipe.fit(np.zeros(8000))
 
@@ -121,3 +122,15 @@ def test_nmf_rank_cache_resumes_with_the_same_numbers(tmp_path):
     assert run.returncode == 0, run.stderr
     a, b = json.loads(first.read_text()), json.loads(second.read_text())
     assert a["log_evidence"] == b["log_evidence"] and a["best_rank"] == b["best_rank"]
+
+
+def test_nmf_rank_referenced_path_reports_its_decision(tmp_path):
+    out = tmp_path / "out.json"
+    run = _cli("nmf-rank", "--ranks", "1", "2", "--tol", "50", "--max-time", "20", "--n-samples", "60",
+               "--n-burnin", "20", "-q", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    record = json.loads(out.read_text())
+    assert record["settings"]["reference"] == "vb" and record["settings"]["tol"] == 50.0
+    # Rank 2 is tens of thousands of nats above rank 1 on the clip.
+    assert record["best_rank"] == 2 and record["decided"] is True
+    assert "decided:" in run.stdout and "NOT decided" not in run.stdout

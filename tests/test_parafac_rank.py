@@ -21,7 +21,7 @@ def _tensor(rank=2, shape=(10, 8, 6), scale=3.0, seed=0):
 # One rank: sklearn's 1-sample and 1-feature checks feed (1, n) and (n, 1) matrices,
 # taken as tensors (1, n, 1) and (n, 1, 1), whose rank limit min(IJ, IK, JK) is 1.
 @parametrize_with_checks([PARAFACRankSelector(ranks=(1,), temperatures=2, n_samples=40, n_burnin=10,
-                                              random_state=0)])  # fmt: skip
+                                              random_state=0, reference="prior")])  # fmt: skip
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -30,7 +30,7 @@ def test_selector_reports_every_rank_like_the_search_it_wraps():
     X = _tensor()
     sel = PARAFACRankSelector(ranks=(1, 2, 3), **FAST).fit(X)
     search = EvidenceGridSearch(PoissonPARAFAC(sampler="logsgld", n_samples=300, n_burnin=100, temperatures=4,
-                                               random_state=0), {"rank": [1, 2, 3]}).fit(X)
+                                               random_state=0, reference="prior"), {"rank": [1, 2, 3]}).fit(X)
     np.testing.assert_array_equal(sel.ranks_, [1, 2, 3])
     np.testing.assert_array_equal(sel.log_evidence_, search.cv_results_["mean_test_score"])
     np.testing.assert_array_equal(sel.log_evidence_std_, search.cv_results_["std_log_evidence"])
@@ -44,7 +44,7 @@ def test_selector_reports_every_rank_like_the_search_it_wraps():
 def test_true_rank_wins_on_a_clear_tensor():
     X = _tensor(rank=2, shape=(12, 10, 8), scale=3.0, seed=1)
     sel = PARAFACRankSelector(ranks=(1, 2, 3), temperatures=10, n_samples=2000, n_burnin=1000,
-                              random_state=0).fit(X)
+                              random_state=0, reference="prior").fit(X)
     assert sel.best_rank_ == 2, sel.log_evidence_
 
 
@@ -61,7 +61,7 @@ def test_search_over_rank_and_prior_rate():
     X = _tensor()
     grid = {"rank": [1, 2], "prior_rate": [0.01, 1.8, 3.0]}
     search = EvidenceGridSearch(PoissonPARAFAC(sampler="logsgld", temperatures=3, n_samples=200, n_burnin=80,
-                                               random_state=0), grid).fit(X)
+                                               random_state=0, reference="prior"), grid).fit(X)
     assert len(search.cv_results_["params"]) == 6
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
     assert search.best_params_["rank"] in (1, 2)

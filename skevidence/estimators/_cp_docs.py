@@ -10,15 +10,39 @@ import textwrap
 __all__ = ["fill_doc"]
 
 _PARTS = {
+    "reference_parameters": r"""
+        reference : {"vb", "prior"}, default="vb"
+            Where the STI path starts (``method="sti"``). ``"vb"``: referenced
+            thermodynamic integration from a variational fit of the posterior,
+            with Metropolis-adjusted HMC and an error bar that covers the
+            Monte-Carlo error, the chains' lag and the quadrature
+            (:func:`~skevidence.evidence.referenced_ti_log_evidence`).
+            ``"prior"``: the papers' STI from the prior with SG-MCMC, whose
+            chains lag behind the temperature (its error bar covers their
+            Monte-Carlo noise only; see the user guide).
+        tol : float or None, default=1.0
+            With ``reference="vb"``: the chains are lengthened (and the ladder
+            refined) until the error bar is at most ``tol`` nats; ``None`` runs
+            the given chain lengths once.
+        max_time : float or None, default=None
+            With ``reference="vb"``: seconds after which no refinement starts;
+            if ``tol`` is not reached then, a
+            :class:`~sklearn.exceptions.ConvergenceWarning` says so and
+            ``result_.diagnostics["converged"]`` is False.
+        """,
     "sti_parameters": r"""
-        temperatures : int or array-like, default=20
-            STI ladder (see :func:`~skevidence.sti_log_evidence`).
+        temperatures : int, array-like or "auto", default="auto"
+            The ladder. ``reference="prior"``: see
+            :func:`~skevidence.sti_log_evidence` (``"auto"`` is 20).
+            ``reference="vb"``: its number of intervals :math:`K`, rounded up
+            to a multiple of 4 (``"auto"`` is 16; the budget may double it).
         ladder : {"power", "uniform"}, default="power"
-            Kind of ladder built from an int ``temperatures``.
-        n_samples : int, default=3000
-            Iterations per temperature, burn-in included.
-        n_burnin : int, default=1000
-            Burn-in iterations per temperature.
+            Kind of ladder built from an int ``temperatures`` (``reference="prior"``).
+        n_samples : int or "auto", default="auto"
+            Iterations per temperature, burn-in included (``"auto"``: 3000 for
+            ``reference="prior"``, 300 for ``"vb"``, where ``tol`` may lengthen them).
+        n_burnin : int or "auto", default="auto"
+            Burn-in iterations per temperature (``"auto"``: 1000, or 100 for ``"vb"``).
         """,
     "step_and_chib_parameters": r"""
         step_size : float or "auto", default="auto"
@@ -47,8 +71,11 @@ _PARTS = {
         log_evidence_ : float
             Estimated :math:`\log p(X)`.
         log_evidence_std_ : float
-            Its Monte-Carlo standard error (it does not cover the bias of the
-            ladder and the step size).
+            Its error bar. With ``reference="vb"`` it covers the Monte-Carlo
+            error, the chains' lag and the quadrature error (the pieces are in
+            ``result_.diagnostics``); with ``reference="prior"`` the
+            Monte-Carlo error only (not the bias of the ladder and the step
+            size); for ``method="smc"`` the spread of independent runs.
         result_ : EvidenceResult
             The full record of the estimate.
         """,
@@ -62,12 +89,13 @@ _PARTS = {
             ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
         """,
     "selector_chain_parameters": r"""
-        n_samples : int, default=10000
-            Iterations per temperature, burn-in included. Factorisation chains
-            approach equilibrium slowly when the temperature rises, so the
-            selector runs longer chains than its model's default.
-        n_burnin : int, default=4000
-            Iterations discarded at the start of each temperature.
+        n_samples : int or "auto", default="auto"
+            Iterations per temperature, burn-in included. ``"auto"``: as the
+            model's for ``reference="vb"``; 10000 for ``reference="prior"``,
+            whose chains approach equilibrium slowly as the temperature rises.
+        n_burnin : int or "auto", default="auto"
+            Iterations discarded at the start of each temperature
+            (``"auto"``: the model's, or 4000 for ``reference="prior"``).
         """,
     "failure_parameters": r"""
         error_score : "raise" or float, default=np.nan

@@ -6,18 +6,22 @@ model, its input validation, its Chib call and the fitted factors.
 """
 
 from dataclasses import replace
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..samplers import Sampler
+from .._config import DEFAULT_TOL
+from ..evidence.referenced import RTI_DEFAULTS
 from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
 __all__ = [
+    "AUTO_CHAIN",
     "CHIB_DEFAULTS",
     "CP_PARAMETER_CONSTRAINTS",
     "CPEstimatorMixin",
+    "DEFAULT_TOL",
     "SMC_DEFAULTS",
     "check_ranks_supported",
 ]
@@ -31,10 +35,21 @@ CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
 #: Default settings of the count-arrival SMC (``method="smc"``).
 SMC_DEFAULTS = dict(n_particles="auto", n_smc_runs=4)
 
+#: ``temperatures``, ``n_samples`` and ``n_burnin`` default to "auto": the
+#: settings of the path that ``reference`` chooses.
+AUTO_CHAIN = dict(
+    vb=dict(temperatures=RTI_DEFAULTS["n_temperatures"], n_samples=RTI_DEFAULTS["n_burnin"] + RTI_DEFAULTS["n_keep"],
+            n_burnin=RTI_DEFAULTS["n_burnin"]),
+    prior={name: STI_DEFAULTS[name] for name in ("temperatures", "n_samples", "n_burnin")},
+)
+
 #: Constraints of the parameters every CP-model estimator has (its rank and
 #: ``prior_rate`` are its own).
 CP_PARAMETER_CONSTRAINTS = {
     "method": [StrOptions({"sti", "chib", "smc"})],
+    "reference": [StrOptions({"vb", "prior"})],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_time": [Interval(Real, 0, None, closed="neither"), None],
     "n_blocks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "n_gibbs": [Interval(Integral, 2, None, closed="left")],
     "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
@@ -42,6 +57,9 @@ CP_PARAMETER_CONSTRAINTS = {
     "n_particles": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
     "n_smc_runs": [Interval(Integral, 2, None, closed="left")],
     **STI_PARAMETER_CONSTRAINTS,
+    "temperatures": [Interval(Integral, 1, None, closed="left"), "array-like", StrOptions({"auto"})],
+    "n_samples": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
+    "n_burnin": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
     "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
 }
 
@@ -78,10 +96,15 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         tags.input_tags.positive_only = True
         return tags
 
+    def _chain_settings(self):
+        """``temperatures``, ``n_samples``, ``n_burnin`` with "auto" resolved for ``reference``."""
+        auto = AUTO_CHAIN[self.reference]
+        return {name: auto[name] if getattr(self, name) == "auto" else getattr(self, name) for name in auto}
+
     def _sti_params(self):
         # Only the STI settings the estimator has: PoissonPARAFAC has no batch_size.
         names = (name for name in STI_DEFAULTS if name in self._parameter_constraints)
-        return {name: getattr(self, name) for name in names} | {
+        return {name: getattr(self, name) for name in names} | self._chain_settings() | {
             "random_state": self.random_state,
             "verbose": self.verbose,
         }
@@ -108,11 +131,38 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         )
         return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
 
+    def _referenced_log_evidence(self, model, X):
+        from ..evidence.referenced import referenced_ti_log_evidence
+
+        chain = self._chain_settings()
+        K = chain["temperatures"]
+        if not isinstance(K, Integral):
+            raise ValueError(
+                "reference='vb' builds its own ladder: temperatures must be an int (its number of intervals) "
+                "or 'auto'. Pass one, or reference='prior' for an explicit ladder."
+            )
+        # Simpson's rule on the ladder and on every other point of it.
+        K = 4 * max(1, -(-int(K) // 4))
+        n_keep = chain["n_samples"] - chain["n_burnin"]
+        if n_keep < 4:
+            raise ValueError(
+                f"n_samples={chain['n_samples']} with n_burnin={chain['n_burnin']} keeps {n_keep} draws a "
+                f"temperature; reference='vb' needs at least 4. Raise n_samples."
+            )
+        result = referenced_ti_log_evidence(
+            X, model.n_components, model.prior_rates, n_temperatures=int(K), n_burnin=chain["n_burnin"],
+            n_keep=n_keep, tol=self.tol, max_time=self.max_time, random_state=self.random_state,
+            verbose=self.verbose,
+        )
+        return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
+
     def _evidence(self, model, X, y):
         if self.method == "chib":
             return self._chib_log_evidence(model, X)
         if self.method == "smc":
             return self._smc_log_evidence(model, X)
+        if self.reference == "vb":
+            return self._referenced_log_evidence(model, X)
         return super()._evidence(model, X, y)
 
     def _fit_factors(self, X):

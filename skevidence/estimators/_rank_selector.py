@@ -3,18 +3,29 @@
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._factorisation import check_ranks_supported
 from .search import EvidenceGridSearch
 
-__all__ = ["SELECTOR_DEFAULTS", "RankSelectorMixin", "selector_constraints"]
+__all__ = ["DECISION_Z", "SCREEN_TOL_FACTOR", "SELECTOR_DEFAULTS", "RankSelectorMixin", "selector_constraints"]
 
-#: Where the rank selectors' defaults differ from their models': log-space SGLD is the
-#: sampler whose evidences agree with the closed form and with Chib's method, and the
-#: chains are longer (they approach equilibrium slowly as the temperature rises).
+#: Where the rank selectors' defaults differ from their models' for ``reference="prior"``:
+#: log-space SGLD is the sampler whose evidences agree with the closed form and with
+#: Chib's method, and the chains are longer (they approach equilibrium slowly as the
+#: temperature rises).
 SELECTOR_DEFAULTS = dict(sampler="logsgld", n_samples=10000, n_burnin=4000)
+
+#: A rank whose log-evidence is below the best's by more than this many combined
+#: error bars is out of the running: it is not refined further, and the choice is
+#: decided when every other rank is that far below.
+DECISION_Z = 3.0
+
+#: With a tolerance, every rank is first estimated at this multiple of ``tol``;
+#: only those still in the running are refined to ``tol``.
+SCREEN_TOL_FACTOR = 8.0
 
 
 def selector_constraints(model_class, passthrough):
@@ -28,6 +39,16 @@ def selector_constraints(model_class, passthrough):
         "memory": EvidenceGridSearch._parameter_constraints["memory"],
         **{k: v for k, v in model_class._parameter_constraints.items() if k in passthrough},
     }
+
+
+def _in_the_running(scores, stds):
+    """Which candidates are within ``DECISION_Z`` combined error bars of the best (failed ones are not)."""
+    ok = np.isfinite(scores)
+    if not ok.any():
+        return ok
+    best = int(np.argmax(np.where(ok, scores, -np.inf)))
+    combined = np.sqrt(np.nan_to_num(stds, nan=0.0) ** 2 + np.nan_to_num(stds[best], nan=0.0) ** 2)
+    return ok & (scores[best] - scores <= DECISION_Z * combined)
 
 
 class RankSelectorMixin:
@@ -71,14 +92,16 @@ class RankSelectorMixin:
             raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
         return ranks
 
-    def _search_ranks(self, X):
-        """Fit a model of every rank on ``X``; set the fitted attributes."""
-        X = self._model_class._validate_input(self, X, reset=True)
-        ranks = self._check_ranks(X)
-        base = self._model_class(
-            **{name: getattr(self, name) for name in self._passthrough}, verbose=max(0, self.verbose - 1)
-        )
-        search = EvidenceGridSearch(
+    def _base_model(self):
+        params = {name: getattr(self, name) for name in self._passthrough}
+        if params.get("reference") == "prior":
+            for name in ("n_samples", "n_burnin"):
+                if params[name] == "auto":
+                    params[name] = SELECTOR_DEFAULTS[name]
+        return self._model_class(**params, verbose=max(0, self.verbose - 1))
+
+    def _search(self, base, ranks, X):
+        return EvidenceGridSearch(
             base,
             {self._rank_param: [int(r) for r in ranks]},
             n_jobs=self.n_jobs,
@@ -86,15 +109,73 @@ class RankSelectorMixin:
             verbose=self.verbose,
             memory=self.memory,
         ).fit(X)
-        results = search.cv_results_
+
+    def _search_ranks(self, X):
+        """Fit a model of every rank on ``X``; set the fitted attributes.
+
+        With an automatic budget (``reference="vb"`` and a ``tol``) every rank
+        is first estimated at ``SCREEN_TOL_FACTOR * tol``; then, the tolerance
+        halved pass after pass down to ``tol``, the ranks still in the running
+        (within ``DECISION_Z`` combined error bars of the best) are estimated
+        again, so the budget goes where the decision is open.
+        ``cv_results_["tol"]`` is the tolerance each rank last ran at and
+        ``cv_results_["within_tol"]`` whether its error bar is within ``tol``.
+        """
+        X = self._model_class._validate_input(self, X, reset=True)
+        ranks = self._check_ranks(X)
+        base = self._base_model()
+        staged = self.method == "sti" and base.reference == "vb" and base.tol is not None and ranks.size > 1
+        # The tolerances of the passes: SCREEN_TOL_FACTOR * tol, halved down to tol.
+        if staged:
+            levels = [base.tol * SCREEN_TOL_FACTOR / 2**k for k in range(int(np.log2(SCREEN_TOL_FACTOR)) + 1)]
+            # The last level again, should a rank enter the running late.
+            levels += [levels[-1]] * ranks.size
+        else:
+            levels = [np.inf]
+        rows, estimators = {}, {}
+        reached = np.full(ranks.size, np.inf)
+        stds = np.full(ranks.size, np.nan)
+        scores = np.full(ranks.size, np.nan)
+        for level in levels:
+            # Every rank once; then the ranks still in the running whose error
+            # bar is above this pass's tolerance and that have not run at it.
+            todo = ~np.isfinite(reached) | (_in_the_running(scores, stds) & (stds > level) & (reached > level))
+            todo = [int(i) for i in np.flatnonzero(todo)]
+            if not todo:
+                continue
+            model = clone(base).set_params(tol=level) if staged else base
+            search = self._search(model, ranks[todo], X)
+            res = search.cv_results_
+            for j, i in enumerate(todo):
+                previous = rows.get(i)
+                rows[i] = dict(
+                    log_evidence=float(res["mean_test_score"][j]), std=float(res["std_log_evidence"][j]),
+                    fit_time=float(res["mean_fit_time"][j]) + (previous["fit_time"] if previous else 0.0),
+                    score_time=float(res["mean_score_time"][j]), error=res["error"][j], tol=level,
+                )
+                estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
+                reached[i] = level
+                scores[i] = rows[i]["log_evidence"] if not rows[i]["error"] else np.nan
+                stds[i] = np.nan_to_num(rows[i]["std"], nan=0.0)
+        params = [{self._rank_param: int(r)} for r in ranks]
+        results = EvidenceGridSearch._format_evidence_results(params, [rows[i] for i in range(ranks.size)])
+        results["tol"] = np.array([rows[i]["tol"] if staged else np.nan for i in range(ranks.size)])
+        if base.tol is not None:
+            results["within_tol"] = results["std_log_evidence"] <= base.tol
         self.cv_results_ = results
         self.ranks_ = ranks
         self.log_evidence_ = results["mean_test_score"]
         self.log_evidence_std_ = results["std_log_evidence"]
         self.model_probabilities_ = results["model_probability"]
         self.errors_ = {int(r): e for r, e in zip(ranks, results["error"]) if e}
-        self.best_estimator_ = search.best_estimator_
-        self.best_rank_ = int(search.best_params_[self._rank_param])
+        best = int(results["rank_test_score"].argmin())
+        self.best_rank_ = int(ranks[best])
+        if estimators.get(best) is None:
+            # Only the best of each pass is kept; the overall best, refined
+            # last in a pass with worse ranks only, is that pass's best.
+            raise RuntimeError(f"internal error: the model of rank {self.best_rank_} was not kept.")
+        self.best_estimator_ = estimators[best]
+        self.decided_ = bool(np.sum(_in_the_running(self.log_evidence_, self.log_evidence_std_)) == 1)
         name = self._model_class._fitted_factors
         setattr(self, name, getattr(self.best_estimator_, name))
         return self

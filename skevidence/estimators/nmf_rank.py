@@ -6,7 +6,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, SMC_DEFAULTS
+from ._factorisation import CHIB_DEFAULTS, DEFAULT_TOL, SMC_DEFAULTS
 from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
 
@@ -14,7 +14,7 @@ __all__ = ["BayesianNMFRankSelector"]
 
 #: PoissonNMF parameters the selector passes through unchanged.
 _NMF_PARAMS = (
-    "prior_rate", "method", "n_blocks", "sampler", "prior_rate_h", "temperatures", "ladder",
+    "prior_rate", "method", "reference", "tol", "max_time", "n_blocks", "sampler", "prior_rate_h", "temperatures", "ladder",
     "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
     "random_state",
 )  # fmt: skip
@@ -41,6 +41,7 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         Rate of the exponential priors (see :class:`PoissonNMF`).
     method : {"sti", "chib", "smc"}, default="sti"
         Evidence method (see the model estimator).
+    %(reference_parameters)s
     %(search_parameters)s
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule of every rank's chains (see :class:`PoissonNMF`).
@@ -95,13 +96,16 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         random_state=None,
         verbose=0,
         *,
+        reference="vb",
+        tol=DEFAULT_TOL,
+        max_time=None,
         n_blocks="auto",
         sampler=SELECTOR_DEFAULTS["sampler"],
         prior_rate_h=None,
-        temperatures=STI_DEFAULTS["temperatures"],
+        temperatures="auto",
         ladder=STI_DEFAULTS["ladder"],
-        n_samples=SELECTOR_DEFAULTS["n_samples"],
-        n_burnin=SELECTOR_DEFAULTS["n_burnin"],
+        n_samples="auto",
+        n_burnin="auto",
         step_size=STI_DEFAULTS["step_size"],
         step_decay=STI_DEFAULTS["step_decay"],
         n_gibbs=CHIB_DEFAULTS["n_gibbs"],
@@ -118,6 +122,9 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.reference = reference
+        self.tol = tol
+        self.max_time = max_time
         self.n_blocks = n_blocks
         self.sampler = sampler
         self.prior_rate_h = prior_rate_h

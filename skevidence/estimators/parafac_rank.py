@@ -5,7 +5,7 @@ from sklearn.base import BaseEstimator, _fit_context
 
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, SMC_DEFAULTS
+from ._factorisation import CHIB_DEFAULTS, DEFAULT_TOL, SMC_DEFAULTS
 from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
 from .poisson_parafac import PoissonPARAFAC
 
@@ -13,7 +13,7 @@ __all__ = ["PARAFACRankSelector"]
 
 #: PoissonPARAFAC parameters the selector passes through unchanged.
 _PARAFAC_PARAMS = (
-    "prior_rate", "method", "n_blocks", "sampler", "temperatures", "ladder", "n_samples", "n_burnin",
+    "prior_rate", "method", "reference", "tol", "max_time", "n_blocks", "sampler", "temperatures", "ladder", "n_samples", "n_burnin",
     "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
     "random_state",
 )  # fmt: skip
@@ -47,6 +47,7 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     method : {"sti", "chib", "smc"}, default="sti"
         Evidence method (``"chib"`` and ``"smc"`` for integer tensors; see
         :class:`PoissonPARAFAC`).
+    %(reference_parameters)s
     %(search_parameters)s
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule of every rank's chains. The default differs from
@@ -102,12 +103,15 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         random_state=None,
         verbose=0,
         *,
+        reference="vb",
+        tol=DEFAULT_TOL,
+        max_time=None,
         n_blocks="auto",
         sampler=SELECTOR_DEFAULTS["sampler"],
-        temperatures=STI_DEFAULTS["temperatures"],
+        temperatures="auto",
         ladder=STI_DEFAULTS["ladder"],
-        n_samples=SELECTOR_DEFAULTS["n_samples"],
-        n_burnin=SELECTOR_DEFAULTS["n_burnin"],
+        n_samples="auto",
+        n_burnin="auto",
         step_size=STI_DEFAULTS["step_size"],
         step_decay=STI_DEFAULTS["step_decay"],
         n_gibbs=CHIB_DEFAULTS["n_gibbs"],
@@ -124,6 +128,9 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.reference = reference
+        self.tol = tol
+        self.max_time = max_time
         self.n_blocks = n_blocks
         self.sampler = sampler
         self.temperatures = temperatures

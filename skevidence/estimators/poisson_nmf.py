@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, SMC_DEFAULTS, CPEstimatorMixin
+from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
 
 __all__ = ["PoissonNMF"]
 
@@ -50,6 +50,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         exact-kernel SMC over count arrivals
         (:func:`~skevidence.evidence.smc_log_evidence`, integer counts only),
         the reference the others are measured against.
+    %(reference_parameters)s
     n_blocks : int or "auto", default="auto"
         Row and column groups :math:`B` of the block-parallel sampler;
         ``"auto"`` is ``min(5, n_samples, n_features)``.
@@ -113,10 +114,10 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         sampler=STI_DEFAULTS["sampler"],
         *,
         prior_rate_h=None,
-        temperatures=STI_DEFAULTS["temperatures"],
+        temperatures="auto",
         ladder=STI_DEFAULTS["ladder"],
-        n_samples=STI_DEFAULTS["n_samples"],
-        n_burnin=STI_DEFAULTS["n_burnin"],
+        n_samples="auto",
+        n_burnin="auto",
         batch_size=STI_DEFAULTS["batch_size"],
         step_size=STI_DEFAULTS["step_size"],
         step_decay=STI_DEFAULTS["step_decay"],
@@ -125,6 +126,9 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         n_reduced=CHIB_DEFAULTS["n_reduced"],
         n_particles=SMC_DEFAULTS["n_particles"],
         n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
+        reference="vb",
+        tol=DEFAULT_TOL,
+        max_time=None,
         random_state=None,
         verbose=0,
     ):
@@ -146,6 +150,9 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         self.n_reduced = n_reduced
         self.n_particles = n_particles
         self.n_smc_runs = n_smc_runs
+        self.reference = reference
+        self.tol = tol
+        self.max_time = max_time
         self.random_state = random_state
         self.verbose = verbose
 

@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, SMC_DEFAULTS, CPEstimatorMixin
+from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
 
 __all__ = ["PoissonPARAFAC"]
 
@@ -48,6 +48,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         or the exact-kernel SMC over count arrivals
         (:func:`~skevidence.evidence.smc_log_evidence`, integer counts only),
         the reference the others are measured against.
+    %(reference_parameters)s
     n_blocks : int or "auto", default="auto"
         Groups :math:`B` of every mode for the block-parallel sampler (parts of
         :math:`IJK/B^2` entries); ``"auto"`` is ``min(5, I, J, K)``.
@@ -126,10 +127,10 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         n_blocks="auto",
         sampler=STI_DEFAULTS["sampler"],
         *,
-        temperatures=STI_DEFAULTS["temperatures"],
+        temperatures="auto",
         ladder=STI_DEFAULTS["ladder"],
-        n_samples=STI_DEFAULTS["n_samples"],
-        n_burnin=STI_DEFAULTS["n_burnin"],
+        n_samples="auto",
+        n_burnin="auto",
         step_size=STI_DEFAULTS["step_size"],
         step_decay=STI_DEFAULTS["step_decay"],
         n_gibbs=CHIB_DEFAULTS["n_gibbs"],
@@ -137,6 +138,9 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         n_reduced=CHIB_DEFAULTS["n_reduced"],
         n_particles=SMC_DEFAULTS["n_particles"],
         n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
+        reference="vb",
+        tol=DEFAULT_TOL,
+        max_time=None,
         random_state=None,
         verbose=0,
     ):
@@ -156,6 +160,9 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         self.n_reduced = n_reduced
         self.n_particles = n_particles
         self.n_smc_runs = n_smc_runs
+        self.reference = reference
+        self.tol = tol
+        self.max_time = max_time
         self.random_state = random_state
         self.verbose = verbose
 

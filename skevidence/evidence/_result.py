@@ -79,6 +79,14 @@ class EvidenceResult:
     def summary(self):
         """Print ``log Z = x ± y`` with how it was obtained, and return the text."""
         lines = [f"{self._text()}  ({self.method})"]
+        pieces = [(name, self.diagnostics.get(key)) for name, key in
+                  (("Monte Carlo", "mc_error"), ("chain lag", "lag_error"), ("quadrature", "quadrature_error"))]
+        if any(value is not None for _, value in pieces):
+            # The error bar is the root sum of squares of what it covers.
+            lines.append("  error bar covers: " + ", ".join(f"{name} {value:.3g}" for name, value in pieces
+                                                             if value is not None))
+        if "converged" in self.diagnostics:
+            lines.append(f"  within tol={self.diagnostics.get('tol')}: {self.diagnostics['converged']}")
         if self.temperatures.size:
             lines.append(f"  temperatures: {self.temperatures.size}")
         lines.append(f"  likelihood evaluations: {self.n_likelihood_evaluations:,}")

@@ -114,7 +114,7 @@ def _prior_rates(prior_rates, n_modes):
 
 def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, min_log_ess, seed_seq,
              schedule=None):
-    """One SMC run: ``(log Z, diagnostics)``. ``idx`` is already offset into the factor stack.
+    r"""One SMC run: ``(log Z, diagnostics)``. ``idx`` is already offset into the factor stack.
 
     Without a ``schedule`` the run draws the units' arrival order and chooses
     its steps on the way (each adds units while the effective sample size

@@ -1,0 +1,242 @@
+"""Referenced TI: kernels against NumPy twins, evidence against closed forms and the SMC, the budget."""
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from poisson_nmf_exact import rank1_log_evidence
+from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
+from scipy import sparse, special, stats
+from sklearn.exceptions import ConvergenceWarning
+
+from skevidence import BayesianNMFRankSelector, PoissonNMF, PoissonPARAFAC
+from skevidence.evidence.referenced import (
+    _Data,
+    referenced_ti_log_evidence,
+    rti_temperatures,
+    simpson_weights,
+    variational_reference,
+)
+from skevidence.kernels.hmc import cp_log_likelihood, ratio_pass, symmetric_log_q
+
+# ----------------------------------------------------------------------------- NumPy twins
+
+
+def _stacked(rng, shape, R):
+    F = rng.gamma(2.0, 0.5, size=(sum(shape), R))
+    offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
+    return F, offsets
+
+
+def naive_intensity(F, offsets, shape):
+    factors = [F[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+    letters = "abcdef"[: len(shape)]
+    return np.einsum(",".join(f"{c}r" for c in letters) + "->" + letters, *factors)
+
+
+def naive_log_likelihood(X, F, offsets):
+    V = naive_intensity(F, offsets, X.shape)
+    return float(np.sum(stats.poisson.logpmf(X, V)))
+
+
+def numeric_gradient(f, F, h=1e-6):
+    g = np.zeros_like(F)
+    for idx in np.ndindex(F.shape):
+        Fp, Fm = F.copy(), F.copy()
+        Fp[idx] += h
+        Fm[idx] -= h
+        g[idx] = (f(Fp) - f(Fm)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
+    rng = np.random.default_rng(0)
+    R = 3
+    F, offsets = _stacked(rng, shape, R)
+    X = rng.poisson(2.0, size=shape).astype(np.float64)
+    data = _Data(sparse.coo_array(X) if as_sparse else X)
+    grad = np.empty_like(F)
+    sums = np.empty((len(shape), R))
+    value = cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad, sums,
+                              data.lgamma_total)
+    assert value == pytest.approx(naive_log_likelihood(X, F, offsets), rel=1e-12)
+    expected = numeric_gradient(lambda G: naive_log_likelihood(X, G, offsets), F)
+    np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+    # Without the value, the same gradient.
+    grad2 = np.empty_like(F)
+    out = np.empty_like(F)
+    ratio_pass(data.dense2, data.X, data.coords, data.vals, F, offsets, out, False)
+    cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad2, sums, data.lgamma_total, False)
+    np.testing.assert_allclose(grad2, grad, rtol=1e-12)
+
+
+def test_symmetric_log_q_matches_numpy():
+    rng = np.random.default_rng(1)
+    D, R = 7, 3
+    alpha = rng.gamma(3.0, 1.0, size=(D, R)) + 0.5
+    beta = rng.gamma(3.0, 1.0, size=(D, R))
+    theta = rng.gamma(2.0, 0.5, size=(D, R))
+    perms = np.array(list(itertools.permutations(range(R))), dtype=np.int64)
+    log_norm = alpha * np.log(beta) - special.gammaln(alpha)
+    value, identity = symmetric_log_q(np.log(theta), theta, alpha, log_norm, beta, perms, math.lgamma(R + 1),
+                                      np.empty((R, R)))
+    # log q of a relabelled theta: component r of theta under q's component p(r).
+    logs = [np.sum(stats.gamma.logpdf(theta[:, list(range(R))], alpha[:, p], scale=1.0 / beta[:, p]))
+            for p in perms]
+    assert identity == pytest.approx(logs[0], rel=1e-12)
+    assert value == pytest.approx(special.logsumexp(logs) - math.lgamma(R + 1), rel=1e-12)
+
+
+def test_simpson_and_ladder():
+    t, dt = rti_temperatures(16)
+    assert t[0] == 0.0 and t[-1] == 1.0 and np.all(np.diff(t) > 0)
+    # Simpson's rule in k of f(t(k)) t'(k): t(k) is a quintic, so the rule is
+    # not exact, but converges at fourth order.
+    w = simpson_weights(16)
+    assert float(w @ dt) == pytest.approx(1.0, abs=1e-3)
+    t64, dt64 = rti_temperatures(64)
+    assert float(simpson_weights(64) @ (t64 * dt64)) == pytest.approx(0.5, abs=1e-6)
+    with pytest.raises(ValueError, match="even"):
+        simpson_weights(5)
+
+
+def test_variational_bound_is_below_the_closed_form_at_rank1():
+    rng = np.random.default_rng(2)
+    X = rng.poisson(2 * np.outer(rng.exponential(size=12), rng.exponential(size=9)))
+    bound, alpha, beta, bounds = variational_reference(X, 1, 1.0, n_starts=3, random_state=0)
+    assert bound <= rank1_log_evidence(X, 1.0, 1.0) + 1e-9
+    assert bound == bounds.max() and alpha.shape == beta.shape == (21, 1)
+
+
+# ----------------------------------------------------------------------------- evidence
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rank1_nmf_matches_closed_form(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(2 * np.outer(rng.exponential(size=30), rng.exponential(size=20)))
+    result = referenced_ti_log_evidence(X, 1, 1.0, random_state=seed)
+    exact = rank1_log_evidence(X, 1.0, 1.0)
+    assert result.method == "rti" and result.diagnostics["converged"]
+    assert abs(result.log_evidence - exact) <= 4 * result.std_error
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rank1_cp_matches_closed_form(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(np.einsum("i,j,k->ijk", rng.exponential(size=10), rng.exponential(size=12),
+                              2 * rng.exponential(size=8)))
+    result = referenced_ti_log_evidence(X, 1, 0.5, random_state=seed)
+    exact = rank1_log_evidence_cp(X, 0.5)
+    assert abs(result.log_evidence - exact) <= 4 * result.std_error
+
+
+def test_estimators_default_to_the_referenced_path_at_rank1():
+    rng = np.random.default_rng(5)
+    X = rng.poisson(2 * np.outer(rng.exponential(size=25), rng.exponential(size=15)))
+    nmf = PoissonNMF(random_state=0).fit(X)
+    assert nmf.result_.method == "rti"
+    assert abs(nmf.log_evidence_ - rank1_log_evidence(X, 1.0, 1.0)) <= 4 * nmf.log_evidence_std_
+    assert nmf.components_.shape == (1, 15)
+    T = rng.poisson(np.einsum("i,j,k->ijk", rng.exponential(size=6), rng.exponential(size=5),
+                              3 * rng.exponential(size=4)))
+    cp = PoissonPARAFAC(prior_rate=0.5, random_state=0).fit(T)
+    assert abs(cp.log_evidence_ - rank1_log_evidence_cp(T, 0.5)) <= 4 * cp.log_evidence_std_
+
+
+def test_sparse_and_dense_agree():
+    rng = np.random.default_rng(6)
+    X = rng.poisson(0.3 * rng.exponential(size=(20, 2)) @ rng.exponential(size=(2, 15)))
+    dense = referenced_ti_log_evidence(X, 2, 1.0, random_state=0)
+    coo = referenced_ti_log_evidence(sparse.csr_array(X), 2, 1.0, random_state=0)
+    # The same chains until rounding (the likelihood is summed in another
+    # order) flips an acceptance; then independent estimates of one number.
+    assert abs(coo.log_evidence - dense.log_evidence) <= 3 * math.hypot(coo.std_error, dense.std_error)
+    assert coo.diagnostics["vb_bound"] == pytest.approx(dense.diagnostics["vb_bound"], rel=1e-10)
+
+
+@pytest.mark.slow
+def test_rank2_matches_smc():
+    from skevidence.evidence.smc import smc_log_evidence
+
+    rng = np.random.default_rng(3)
+    X = rng.poisson(rng.exponential(size=(20, 2)) @ rng.exponential(size=(2, 15)))
+    rti = referenced_ti_log_evidence(X, 2, 1.0, random_state=0)
+    smc = smc_log_evidence(X, 2, (1.0, 1.0), random_state=0)
+    assert abs(rti.log_evidence - smc.log_evidence) <= 3 * math.hypot(rti.std_error, smc.std_error)
+
+
+def test_error_bar_pieces_and_rounds():
+    rng = np.random.default_rng(7)
+    X = rng.poisson(rng.exponential(size=(15, 2)) @ rng.exponential(size=(2, 12)))
+    result = referenced_ti_log_evidence(X, 2, 1.0, random_state=0, tol=0.5)
+    d = result.diagnostics
+    pieces = math.sqrt(d["mc_error"] ** 2 + d["lag_error"] ** 2 + d["quadrature_error"] ** 2)
+    assert result.std_error == pytest.approx(pieces)
+    assert d["converged"] and result.std_error <= 0.5
+    assert d["rounds"][-1]["error"] == pytest.approx(result.std_error)
+    assert d["elbo"] <= result.log_evidence + 4 * result.std_error
+    # Same seed, same number.
+    again = referenced_ti_log_evidence(X, 2, 1.0, random_state=0, tol=0.5)
+    assert again.log_evidence == result.log_evidence
+
+
+def test_max_time_warns_and_records_it():
+    rng = np.random.default_rng(8)
+    X = rng.poisson(rng.exponential(size=(15, 3)) @ rng.exponential(size=(3, 12)))
+    with pytest.warns(ConvergenceWarning, match="max_time"):
+        result = referenced_ti_log_evidence(X, 3, 1.0, random_state=0, tol=1e-3, max_time=1e-3)
+    assert not result.diagnostics["converged"]
+    assert result.std_error > 1e-3
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_components=0), "n_components"),
+        (dict(n_temperatures=6), "multiple of 4"),
+        (dict(tol=-1.0), "tol"),
+        (dict(n_keep=1), "n_keep"),
+    ],
+)
+def test_bad_settings(kwargs, match):
+    X = np.ones((4, 3))
+    args = dict(n_components=1) | kwargs
+    with pytest.raises(ValueError, match=match):
+        referenced_ti_log_evidence(X, args.pop("n_components"), 1.0, **args)
+
+
+def test_temperatures_array_needs_prior_reference():
+    X = np.ones((4, 3))
+    with pytest.raises(ValueError, match="reference='prior'"):
+        PoissonNMF(temperatures=[0.0, 0.5, 1.0]).fit(X)
+    # The papers' path takes it.
+    PoissonNMF(temperatures=[0.0, 0.5, 1.0], reference="prior", n_samples=50, n_burnin=10, random_state=0).fit(X)
+
+
+def test_selector_refines_where_the_decision_is_open():
+    rng = np.random.default_rng(9)
+    X = rng.poisson(3 * rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sel = BayesianNMFRankSelector(ranks=(1, 2), random_state=0, tol=0.5).fit(X)
+    res = sel.cv_results_
+    assert sel.best_rank_ == 2 and sel.decided_
+    # Rank 1 is a hundred nats below: screened at 8 tol, never refined.
+    assert res["tol"][0] == 4.0
+    assert res["within_tol"][1] and sel.log_evidence_std_[1] <= 0.5
+    assert sel.best_estimator_.log_evidence_ == sel.log_evidence_[1]
+    assert sel.best_estimator_.result_.method == "rti"
+
+
+def test_selector_keeps_open_decisions_open():
+    rng = np.random.default_rng(9)
+    X = rng.poisson(3 * rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
+    # A loose tolerance: ranks 2 and 3 are a few nats apart, within their error bars.
+    sel = BayesianNMFRankSelector(ranks=(2, 3), random_state=0, tol=8.0).fit(X)
+    gap = abs(sel.log_evidence_[0] - sel.log_evidence_[1])
+    assert sel.decided_ == (gap > 3.0 * math.hypot(*sel.log_evidence_std_))
