@@ -7,7 +7,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skevidence import EvidenceGridSearch, PARAFACRankSelector, PoissonPARAFAC
 
-FAST = dict(temperatures=4, n_samples=300, n_burnin=100, random_state=0)
+FAST = dict(temperatures=4, n_samples=300, n_burnin=100, random_state=0, reference="prior")
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
