@@ -83,7 +83,7 @@ def test_symmetric_log_q_matches_numpy():
     perms = np.array(list(itertools.permutations(range(R))), dtype=np.int64)
     log_norm = alpha * np.log(beta) - special.gammaln(alpha)
     value, identity = symmetric_log_q(np.log(theta), theta, alpha, log_norm, beta, perms, math.lgamma(R + 1),
-                                      np.empty((R, R)))
+                                      np.empty((R, R)), np.empty(len(perms)))
     # log q of a relabelled theta: component r of theta under q's component p(r).
     logs = [np.sum(stats.gamma.logpdf(theta[:, list(range(R))], alpha[:, p], scale=1.0 / beta[:, p]))
             for p in perms]

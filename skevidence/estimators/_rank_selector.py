@@ -134,12 +134,16 @@ class RankSelectorMixin:
             levels = [np.inf]
         rows, estimators = {}, {}
         reached = np.full(ranks.size, np.inf)
-        stds = np.full(ranks.size, np.nan)
-        scores = np.full(ranks.size, np.nan)
         for level in levels:
+            scores = np.array([rows[i]["log_evidence"] if i in rows and not rows[i]["error"] else np.nan
+                               for i in range(ranks.size)])
+            stds = np.array([np.nan_to_num(rows[i]["std"], nan=0.0) if i in rows else np.nan
+                             for i in range(ranks.size)])
             # Every rank once; then the ranks still in the running whose error
-            # bar is above this pass's tolerance and that have not run at it.
-            todo = ~np.isfinite(reached) | (_in_the_running(scores, stds) & (stds > level) & (reached > level))
+            # bar is above this pass's tolerance. A rank that stopped short of
+            # its last tolerance (max_time) would only repeat the same run.
+            again = (stds > level) & (reached > level) & (stds <= reached)
+            todo = ~np.isfinite(reached) | (_in_the_running(scores, stds) & again)
             todo = [int(i) for i in np.flatnonzero(todo)]
             if not todo:
                 continue
@@ -155,8 +159,6 @@ class RankSelectorMixin:
                 )
                 estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
                 reached[i] = level
-                scores[i] = rows[i]["log_evidence"] if not rows[i]["error"] else np.nan
-                stds[i] = np.nan_to_num(rows[i]["std"], nan=0.0)
         params = [{self._rank_param: int(r)} for r in ranks]
         results = EvidenceGridSearch._format_evidence_results(params, [rows[i] for i in range(ranks.size)])
         results["tol"] = np.array([rows[i]["tol"] if staged else np.nan for i in range(ranks.size)])

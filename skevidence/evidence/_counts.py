@@ -1,4 +1,4 @@
-"""Validating integer count arrays: the one check behind Chib's method and the SMC."""
+"""Validating count arrays: the one check behind Chib's method, the SMC and referenced TI."""
 
 import numpy as np
 from scipy import sparse
@@ -6,8 +6,11 @@ from scipy import sparse
 __all__ = ["count_entries"]
 
 
-def count_entries(X, *, n_modes=None, method, advice):
+def count_entries(X, *, n_modes=None, method, advice="", integer=True):
     """Validate non-negative integer counts (dense, or scipy.sparse) of any order.
+
+    With ``integer=False`` any finite non-negative values pass (magnitudes read
+    as counts) and are returned as float64.
 
     Parameters
     ----------
@@ -21,7 +24,7 @@ def count_entries(X, *, n_modes=None, method, advice):
     -------
     idx : int64 array of shape (nnz, n_modes)
         The non-zero entries' indices, in row-major order.
-    counts : int64 array of shape (nnz,)
+    counts : int64 (float64 if not ``integer``) array of shape (nnz,)
     shape : tuple of int
     """
     if sparse.issparse(X):
@@ -53,11 +56,11 @@ def count_entries(X, *, n_modes=None, method, advice):
         raise ValueError(f"X contains NaN or infinity; {method} needs finite integer counts.")
     if np.any(values < 0):
         raise ValueError(f"X has negative entries (min {values.min():g}); Poisson counts are non-negative.")
-    fractional = values != np.round(values)
+    fractional = values != np.round(values) if integer else np.zeros(values.shape, dtype=bool)
     if np.any(fractional):
         raise ValueError(
             f"{method} needs integer counts; X has non-integer entries (e.g. "
             f"{values[fractional][0]:g}, {int(fractional.sum())} of them): {advice}"
         )
     order = np.lexsort(idx.T[::-1]) if idx.shape[0] else np.arange(0)
-    return idx[order], values[order].astype(np.int64), shape
+    return idx[order], values[order].astype(np.int64 if integer else np.float64), shape

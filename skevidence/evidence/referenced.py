@@ -64,6 +64,7 @@ from threadpoolctl import threadpool_limits
 
 from .._config import DEFAULT_TOL
 from ..kernels.hmc import ratio_pass, run_referenced_ladder
+from ._counts import count_entries
 from ._result import EvidenceResult
 from ._stderr import batch_means_variance
 
@@ -113,23 +114,11 @@ class _Data:
     """The array in the form the kernels take: a dense matrix, or the non-zeros of anything."""
 
     def __init__(self, X):
-        if sparse.issparse(X):
-            coo = sparse.coo_array(X)
-            coo.sum_duplicates()
-            coords = np.stack([np.asarray(c, dtype=np.int64) for c in coo.coords], axis=1)
-            vals = np.asarray(coo.data, dtype=np.float64)
-            shape = tuple(int(n) for n in coo.shape)
-            keep = vals != 0
-            coords, vals = coords[keep], vals[keep]
-            dense = None
-        else:
-            dense = np.ascontiguousarray(X, dtype=np.float64)
-            shape = dense.shape
-            coords = np.argwhere(dense != 0).astype(np.int64)
-            vals = dense[tuple(coords.T)]
+        coords, vals, shape = count_entries(X, method="referenced TI", integer=False)
         self.shape = shape
-        self.dense2 = dense is not None and dense.ndim == 2
-        self.X = dense if self.dense2 else np.zeros((1, 1))
+        # Dense matrices go through BLAS; anything else loops over the non-zeros.
+        self.dense2 = not sparse.issparse(X) and len(shape) == 2
+        self.X = np.ascontiguousarray(X, dtype=np.float64) if self.dense2 else np.zeros((1, 1))
         self.coords = np.ascontiguousarray(coords)
         self.vals = np.ascontiguousarray(vals)
         self.offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)

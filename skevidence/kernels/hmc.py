@@ -153,11 +153,30 @@ def cp_log_likelihood(dense2, X, coords, vals, F, offsets, grad, sums, lgamma_to
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C):
+def _perm_lse(C, perms, terms):
+    """:math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` (``terms`` is work space)."""
+    best = -np.inf
+    R = C.shape[0]
+    for p in range(perms.shape[0]):
+        s = 0.0
+        for r in range(R):
+            s += C[r, perms[p, r]]
+        terms[p] = s
+        best = max(best, s)
+    if not np.isfinite(best):
+        return best
+    acc = 0.0
+    for p in range(perms.shape[0]):
+        acc += math.exp(terms[p] - best)
+    return best + math.log(acc)
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms):
     r""":math:`\log q_{\mathrm{sym}}` at ``theta`` (``phi = log theta``), and :math:`\log q` at the identity.
 
     ``log_norm_q`` holds :math:`\alpha\log\beta - \log\Gamma(\alpha)` per entry;
-    ``C`` is an ``(R, R)`` work array.
+    ``C`` (``(R, R)``) and ``terms`` (one per relabelling) are work arrays.
     """
     D, R = phi.shape
     for r in range(R):
@@ -169,26 +188,12 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C):
     identity = 0.0
     for r in range(R):
         identity += C[r, r]
-    n_perm = perms.shape[0]
-    best = -np.inf
-    terms = np.empty(n_perm)
-    for p in range(n_perm):
-        s = 0.0
-        for r in range(R):
-            s += C[r, perms[p, r]]
-        terms[p] = s
-        best = max(best, s)
-    if not np.isfinite(best):
-        return best, identity
-    acc = 0.0
-    for p in range(n_perm):
-        acc += math.exp(terms[p] - best)
-    return best + math.log(acc) - log_r_fact, identity
+    return _perm_lse(C, perms, terms) - log_r_fact, identity
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, sums, lgamma_total, alpha,
-           log_norm_q, beta, rates, perms, log_r_fact, C, with_value=True):
+           log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value=True):
     """Log target, integrand U and the leapfrog field at ``phi`` (``theta`` is filled).
 
     Without ``with_value`` only the field is computed (``0, 0`` returned).
@@ -211,27 +216,9 @@ def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, 
                 jac += phi[d, r]
     if not with_value:
         return 0.0, 0.0
-    log_q, _ = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C)
+    log_q, _ = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms)
     U = loglik + log_prior - log_q
     return t * U + log_q + jac, U
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _perm_lse(C, perms, terms):
-    best = -np.inf
-    R = C.shape[0]
-    for p in range(perms.shape[0]):
-        s = 0.0
-        for r in range(R):
-            s += C[r, perms[p, r]]
-        terms[p] = s
-        best = max(best, s)
-    if not np.isfinite(best):
-        return best
-    acc = 0.0
-    for p in range(perms.shape[0]):
-        acc += math.exp(terms[p] - best)
-    return best + math.log(acc)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -375,12 +362,13 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, alpha,
             for it in range(n_keep):
                 _draw_q(alpha, beta, phi)
                 _, U_out[i, it] = _state(0.0, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad,
-                                         sums, lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C)
+                                         sums, lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
+                                         terms)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
         logp, U = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums, lgamma_total,
-                         alpha, log_norm_q, beta, rates, perms, log_r_fact, C)
+                         alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
         mu = math.log(10.0 * step)
@@ -414,7 +402,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, alpha,
                 last = step_i == n_leapfrog - 1
                 logp_new, U_new = _state(t, dense2, X, coords, vals, offsets, phi_new, theta, grad_new, lik_grad,
                                          sums, lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
-                                         last)
+                                         terms, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
                     ok = False
@@ -439,7 +427,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, alpha,
             if scale_moves:
                 _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms)
                 logp, U = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums,
-                                 lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C)
+                                 lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
                 n_grad += 1
             if it < n_burnin:
                 m = it + 1.0
