@@ -208,7 +208,7 @@ def run_sti(X, candidates, ladder, sampler, n_jobs, seed):
         ladder=ladder,
         n_samples=N_SAMPLES,
         n_burnin=N_BURNIN,
-        **SAMPLER_KW[sampler],
+        **SAMPLER_KW[sampler], reference="prior"
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # failed ranks are listed in errors_
@@ -416,7 +416,7 @@ def main(argv=None):
     tiny = rng.poisson(rng.exponential(size=(12, 2)) @ rng.exponential(size=(2, 10)))
     t0 = time.perf_counter()
     BayesianNMFRankSelector(ranks=(1, 2), n_jobs=2, temperatures=2, n_samples=20, n_burnin=10, n_blocks=2,
-                            random_state=0).fit(tiny)  # fmt: skip
+                            random_state=0, reference="prior").fit(tiny)  # fmt: skip
     t_pool = time.perf_counter() - t0
     t0 = time.perf_counter()
     gibbs_note = ""

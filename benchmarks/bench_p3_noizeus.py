@@ -156,7 +156,7 @@ def main():
     # PoissonNMF's ranks directly.
     base = PoissonNMF(
         prior_rate=lam, sampler=args.sampler, temperatures=args.temperatures, n_samples=args.n_samples,
-        n_burnin=args.n_burnin, n_blocks=args.n_blocks, random_state=0, verbose=1,
+        n_burnin=args.n_burnin, n_blocks=args.n_blocks, random_state=0, verbose=1, reference="prior"
     )
     search = EvidenceGridSearch(base, {"n_components": list(args.ranks)}, n_jobs=args.n_jobs, verbose=1).fit(X)
     results = search.cv_results_

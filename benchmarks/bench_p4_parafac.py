@@ -50,17 +50,17 @@ def make_data(true_rank, seed):
 
 def methods(chib_samples):
     paper = dict(prior_rate=RATE, temperatures=10, ladder="uniform", n_samples=2000, n_burnin=1500,
-                 n_blocks=5, step_size=1e-8, step_decay=0.51)
+                 n_blocks=5, step_size=1e-8, step_decay=0.51, reference="prior")
     return {
         "STI-pSGLD": PoissonPARAFAC(sampler="psgld", **paper),
         "STI-SGLD": PoissonPARAFAC(sampler="sgld", **paper),
         # pSGLD with its automatic step on the selector's ladder and chain lengths: what a
         # longer run and a finer ladder do to the paper-settings gap.
         "STI-pSGLD-long": PoissonPARAFAC(sampler="psgld", prior_rate=RATE, temperatures=20, n_samples=10000,
-                                         n_burnin=4000, n_blocks=5),
-        # The rank selector's defaults (20 temperatures, 10000 iterations, 4000 burn-in).
+                                         n_burnin=4000, n_blocks=5, reference="prior"),
+        # The rank selector's former defaults (20 temperatures, 10000 iterations, 4000 burn-in).
         "STI-logSGLD": PoissonPARAFAC(sampler="logsgld", prior_rate=RATE, temperatures=20, n_samples=10000,
-                                      n_burnin=4000, n_blocks=5),
+                                      n_burnin=4000, n_blocks=5, reference="prior"),
         "Chib": PoissonPARAFAC(method="chib", prior_rate=RATE, n_gibbs=chib_samples,
                                n_gibbs_burnin=chib_samples // 2, n_reduced=chib_samples // 2),
     }

@@ -212,7 +212,7 @@ def rusage_peaks_mb():
 def run_selection(X, args, prior_rate, n_samples, n_burnin):
     selector = PARAFACRankSelector(
         ranks=args.ranks, prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed, verbose=1,
-        n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS, n_samples=n_samples, n_burnin=n_burnin,
+        n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS, n_samples=n_samples, n_burnin=n_burnin, reference="prior"
     )
     with PeakMemory() as memory, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -430,7 +430,7 @@ def main():
         consistency, cc_rank, cc_time = corcondia(Xd, DENSE_CANDIDATES, args.cc_threshold, 5, args.seed)
         selector = PARAFACRankSelector(
             ranks=DENSE_CANDIDATES, prior_rate=1.0, n_jobs=args.n_jobs, random_state=args.seed,
-            sampler=args.sampler, temperatures=N_TEMPS, n_samples=cfg["n_samples"], n_burnin=cfg["n_burnin"],
+            sampler=args.sampler, temperatures=N_TEMPS, n_samples=cfg["n_samples"], n_burnin=cfg["n_burnin"], reference="prior"
         )
         start = time.perf_counter()
         with warnings.catch_warnings():

@@ -136,7 +136,7 @@ rates = [0.1, 1.0, rate0, 2 * rate0]
 short_budget = dict(temperatures=10, n_samples=2000, n_burnin=1000)
 long_budget = dict(temperatures=20, n_samples=4000, n_burnin=2000)
 grid = EvidenceGridSearch(
-    PoissonPARAFAC(sampler="logsgld", ladder="power", random_state=0, **short_budget),
+    PoissonPARAFAC(sampler="logsgld", ladder="power", random_state=0, **short_budget, reference="prior"),
     {"rank": ranks, "prior_rate": rates},
     n_jobs=2,
 ).fit(X)
@@ -193,7 +193,7 @@ plt.show()
 
 selector = PARAFACRankSelector(
     ranks=ranks, prior_rate=rate0, n_jobs=2, random_state=0,
-    sampler="logsgld", ladder="power", **long_budget,
+    sampler="logsgld", ladder="power", **long_budget, reference="prior"
 )  # fmt: skip
 selector.fit(X)
 short_evidence, short_std = grid_evidence[rate0], grid_std[rate0]

@@ -109,7 +109,7 @@ selectors = {}
 for label, (n_temperatures, n_samples, n_burnin) in budgets.items():
     selectors[label] = BayesianNMFRankSelector(
         ranks=ranks, prior_rate=prior_rate, temperatures=n_temperatures, n_samples=n_samples,
-        n_burnin=n_burnin, n_jobs=2, random_state=0,
+        n_burnin=n_burnin, n_jobs=2, random_state=0, reference="prior"
     ).fit(X)
 print(f"{'rank':>4} " + " ".join(f"{label:>26}" for label in budgets))
 for k, rank in enumerate(ranks):
