@@ -215,7 +215,10 @@ class _Ladder:
         R = alpha.shape[1]
         self.perms = _relabellings(R)
         self.log_r_fact = math.lgamma(R + 1.0)
-        self.inv_mass = 1.0 / polygamma(1, alpha)
+        # HMC's inverse mass is the variance of log θ (q's: trigamma(α)), so
+        # that every coordinate moves on its own scale; its inverse (the
+        # precision) squares the spread of scales instead of removing it.
+        self.inv_mass = polygamma(1, alpha)
         self.theta_sum = np.zeros_like(alpha)
         self.n_grad = 0
 

@@ -154,7 +154,7 @@ def cp_log_likelihood(dense2, X, coords, vals, F, offsets, grad, sums, lgamma_to
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _perm_lse(C, perms, terms):
-    """:math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` (``terms`` is work space)."""
+    r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` (``terms`` is work space)."""
     best = -np.inf
     R = C.shape[0]
     for p in range(perms.shape[0]):
