@@ -355,3 +355,41 @@ def test_import_without_matplotlib():
     )
     expected = 'EvidenceCurveDisplay requires matplotlib: pip install "skevidence[plot]"'
     assert out.stdout.strip() == expected
+
+
+def test_error_pieces_of_a_real_selector_are_drawn():
+    # Referenced TI reports what its error bar is made of; the selector keeps
+    # the pieces in cv_results_ and the display draws them next to the whole.
+    rng = np.random.default_rng(0)
+    X = rng.poisson(rng.exponential(size=(20, 2)) @ rng.exponential(size=(2, 15)))
+    sel = BayesianNMFRankSelector(ranks=[1, 2], tol=None, random_state=0).fit(X)
+    pieces = {key: sel.cv_results_[key] for key in ("mc_error", "lag_error", "quadrature_error")}
+    for values in pieces.values():
+        assert values.shape == (2,) and np.all(np.isfinite(values)) and np.all(values >= 0)
+    # The error bar is the root sum of squares of its pieces.
+    np.testing.assert_allclose(np.sqrt(sum(v**2 for v in pieces.values())), sel.log_evidence_std_)
+    disp = EvidenceCurveDisplay.from_estimator(sel).plot_error_pieces()
+    assert set(disp.error_pieces_bars_) == {"Monte Carlo", "chain lag", "quadrature", "error bar"}
+    heights = [bar.get_height() for bar in disp.error_pieces_bars_["chain lag"]]
+    np.testing.assert_allclose(heights, pieces["lag_error"])
+    labels = [t.get_text() for t in disp.error_pieces_ax_.get_xticklabels()]
+    assert labels == ["1", "2"]
+
+
+def test_error_pieces_absent_or_wrong_raise():
+    disp = EvidenceCurveDisplay.from_estimator(FakeSelector([1, 2], [-3.0, -2.0], [0.1, 0.2], 2))
+    assert disp.error_pieces is None
+    with pytest.raises(ValueError, match="no error_pieces"):
+        disp.plot_error_pieces()
+    disp.error_pieces = {"mc_error": [0.1]}
+    with pytest.raises(ValueError, match="one value per rank"):
+        disp.plot_error_pieces()
+    disp.error_pieces = {"bias": [0.1, 0.2]}
+    with pytest.raises(ValueError, match="unknown error pieces"):
+        disp.plot_error_pieces()
+
+
+def test_exact_search_records_no_pieces(X):
+    search = exact_search({"n_components": [1, 2]}).fit(X)
+    assert np.all(np.isnan(search.cv_results_["lag_error"]))
+    assert EvidenceCurveDisplay.from_estimator(search).error_pieces is None

@@ -7,6 +7,7 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..evidence._result import ERROR_PIECES
 from ._factorisation import check_ranks_supported
 from .search import EvidenceGridSearch
 
@@ -156,6 +157,7 @@ class RankSelectorMixin:
                     log_evidence=float(res["mean_test_score"][j]), std=float(res["std_log_evidence"][j]),
                     fit_time=float(res["mean_fit_time"][j]) + (previous["fit_time"] if previous else 0.0),
                     score_time=float(res["mean_score_time"][j]), error=res["error"][j], tol=level,
+                    **{key: float(res[key][j]) for key in ERROR_PIECES},
                 )
                 estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
                 reached[i] = level

@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_memory, indexable
 from .._progress import progress
 from .._random import seed_sequence
 from .._threads import dask_threads_per_task, numba_threads, task_threads, threads_per_task
+from ..evidence._result import ERROR_PIECES, EvidenceResult
 
 __all__ = ["EvidenceGridSearch", "evidence_of"]
 
@@ -58,9 +59,12 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
         # Not an evidence estimator we know: trust its score to be a log-evidence.
         found = (estimator.score(X, y), np.nan)
     log_evidence, std = (float(v) for v in found)
+    result = getattr(estimator, "result_", None)
+    pieces = result.error_pieces if isinstance(result, EvidenceResult) else dict.fromkeys(ERROR_PIECES, np.nan)
     return dict(
         log_evidence=log_evidence,
         std=std,
+        **pieces,
         fit_time=fit_time,
         score_time=time.perf_counter() - start,
         error="",
@@ -393,6 +397,9 @@ class EvidenceGridSearch(BaseSearchCV):
         results["mean_test_score"] = scores
         results["std_test_score"] = np.zeros(n)
         results["std_log_evidence"] = np.array([o["std"] for o in out], dtype=np.float64)
+        # The pieces the error bar covers (NaN where the method does not report them).
+        for key in ERROR_PIECES:
+            results[key] = np.array([o.get(key, np.nan) for o in out], dtype=np.float64)
         failed = np.array([bool(o["error"]) for o in out])
         # A failed candidate is never chosen nor given probability, whatever
         # finite error_score stands in for its evidence.

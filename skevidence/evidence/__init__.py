@@ -1,7 +1,7 @@
 """Evidence methods, the temperature ladder, standard errors and the result record."""
 
 from ._ladder import temperature_ladder, trapezoid_weights
-from ._result import EvidenceResult
+from ._result import ERROR_PIECES, EvidenceResult
 from ..models._trace import ChainTrace
 from ._runner import GradientChainRunner, Minibatches
 from ._stderr import batch_means_variance, integrated_autocorr_time
@@ -16,6 +16,7 @@ from .sti import sti_log_evidence
 __all__ = [
     "ChainTrace",
     "EvidenceResult",
+    "ERROR_PIECES",
     "GradientChainRunner",
     "Minibatches",
     "SGAISState",

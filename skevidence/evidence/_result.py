@@ -5,7 +5,12 @@ from types import MappingProxyType
 
 import numpy as np
 
-__all__ = ["EvidenceResult"]
+__all__ = ["EvidenceResult", "ERROR_PIECES"]
+
+#: What an error bar can cover, by ``diagnostics`` key, with its name in
+#: reports: the error bar is the root sum of squares of the pieces a method
+#: reports (referenced TI reports all three).
+ERROR_PIECES = {"mc_error": "Monte Carlo", "lag_error": "chain lag", "quadrature_error": "quadrature"}
 
 
 def _frozen(array):
@@ -73,18 +78,21 @@ class EvidenceResult:
         }
         set_(self, "diagnostics", MappingProxyType(diagnostics))
 
+    @property
+    def error_pieces(self):
+        """``{key: nats}`` of the pieces of ``ERROR_PIECES`` the error bar covers (NaN: not reported)."""
+        return {key: float(self.diagnostics.get(key, np.nan)) for key in ERROR_PIECES}
+
     def _text(self):
         return f"log Z = {self.log_evidence:.6g} ± {self.std_error:.3g}"
 
     def summary(self):
         """Print ``log Z = x ± y`` with how it was obtained, and return the text."""
         lines = [f"{self._text()}  ({self.method})"]
-        pieces = [(name, self.diagnostics.get(key)) for name, key in
-                  (("Monte Carlo", "mc_error"), ("chain lag", "lag_error"), ("quadrature", "quadrature_error"))]
-        if any(value is not None for _, value in pieces):
+        pieces = [(ERROR_PIECES[key], value) for key, value in self.error_pieces.items() if np.isfinite(value)]
+        if pieces:
             # The error bar is the root sum of squares of what it covers.
-            lines.append("  error bar covers: " + ", ".join(f"{name} {value:.3g}" for name, value in pieces
-                                                             if value is not None))
+            lines.append("  error bar covers: " + ", ".join(f"{name} {value:.3g}" for name, value in pieces))
         if "converged" in self.diagnostics:
             lines.append(f"  within tol={self.diagnostics.get('tol')}: {self.diagnostics['converged']}")
         if self.temperatures.size:

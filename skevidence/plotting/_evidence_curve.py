@@ -8,6 +8,7 @@ from sklearn.utils._plotting import _validate_style_kwargs
 from sklearn.utils.validation import check_is_fitted
 
 from ..estimators.search import EvidenceGridSearch
+from ..evidence._result import ERROR_PIECES
 
 __all__ = ["EvidenceCurveDisplay"]
 
@@ -214,7 +215,21 @@ def _curve_from_search(search, param_name):
     if errors is not None:
         # A failed fit is recorded as error_score, which may be a finite number.
         log_evidence[[bool(errors[i]) for i in keep]] = np.nan
-    return values, log_evidence, std, best[param_name], param_name
+    return values, log_evidence, std, best[param_name], param_name, _pieces_of(results, keep)
+
+
+def _pieces_of(results, keep=None):
+    """The error bars' pieces recorded in ``cv_results_``, or None if no method reported any."""
+    if results is None:
+        return None
+    pieces = {}
+    for key in ERROR_PIECES:
+        if key in results:
+            values = np.asarray(results[key], dtype=np.float64)
+            pieces[key] = values if keep is None else values[keep]
+    if not pieces or all(np.all(np.isnan(v)) for v in pieces.values()):
+        return None
+    return pieces
 
 
 def _is_rank_selector(estimator):
@@ -262,6 +277,12 @@ class EvidenceCurveDisplay:
         Name of the parameter on the x axis (its label).
     estimator_name : str, default=None
         Title of the legend; ``None`` for no title.
+    error_pieces : dict, default=None
+        What each rank's error bar is made of: keys of
+        ``skevidence.evidence.ERROR_PIECES`` (``"mc_error"``,
+        ``"lag_error"``, ``"quadrature_error"``) mapped to arrays of shape
+        ``(n_ranks,)`` in nats, NaN where unknown. :meth:`from_estimator`
+        takes them from ``cv_results_``; :meth:`plot_error_pieces` draws them.
 
     Attributes
     ----------
@@ -283,6 +304,11 @@ class EvidenceCurveDisplay:
     failed_marker_ : matplotlib Line2D or None
         Crosses on the x axis at the failed ranks (their height is in axes
         coordinates), or None when no candidate failed.
+    error_pieces_ax_ : matplotlib Axes
+        Axes of the error bars' pieces (set by :meth:`plot_error_pieces`).
+    error_pieces_bars_ : dict of matplotlib BarContainer
+        The bars of every piece and of the whole error bar, by name (set by
+        :meth:`plot_error_pieces`).
 
     See Also
     --------
@@ -292,11 +318,13 @@ class EvidenceCurveDisplay:
 
     Notes
     -----
-    The error bars show the Monte-Carlo standard error of each estimate
-    only, as the estimator reports it. They say nothing of the bias of
-    thermodynamic integration on a finite temperature ladder, which is
-    shared by neighbouring ranks but not equal across them; two ranks whose
-    bars overlap are not distinguished by the estimates.
+    The error bars are the stated errors as the estimator reports them. For
+    referenced TI (the default of the factorisation estimators) that covers
+    the Monte-Carlo error, the chains' lag and the quadrature error
+    (:meth:`plot_error_pieces` shows which dominates); for the papers' STI
+    from the prior it is the Monte-Carlo error only and says nothing of the
+    bias of a finite temperature ladder. Two ranks whose bars overlap are not
+    distinguished by the estimates.
 
     Examples
     --------
@@ -324,6 +352,7 @@ class EvidenceCurveDisplay:
         best_rank=None,
         param_name="rank",
         estimator_name=None,
+        error_pieces=None,
     ):
         self.ranks = ranks
         self.log_evidence = log_evidence
@@ -331,6 +360,82 @@ class EvidenceCurveDisplay:
         self.best_rank = best_rank
         self.param_name = param_name
         self.estimator_name = estimator_name
+        self.error_pieces = error_pieces
+
+    def plot_error_pieces(self, ax=None, *, bar_kw=None):
+        """Draw what every rank's error bar is made of: one bar per piece, and the whole.
+
+        The error bar of referenced TI is the root sum of squares of its
+        Monte-Carlo error, the chains' lag and the quadrature error
+        (``skevidence.evidence.ERROR_PIECES``); the bars show which one
+        dominates at which rank, i.e. what more budget would buy (longer
+        chains shrink the first two, more temperatures the third).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Axes to draw on; ``None`` creates a figure and axes.
+        bar_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.bar` for every
+            group of bars (e.g. ``{"alpha": 0.8}``).
+
+        Returns
+        -------
+        display : EvidenceCurveDisplay
+            This object, with ``error_pieces_ax_`` and ``error_pieces_bars_``
+            (a dict from the piece's name, and ``"error bar"``, to its
+            BarContainer) set.
+
+        Raises
+        ------
+        ValueError
+            If the display has no ``error_pieces`` (the method reported none),
+            or a piece's shape does not match ``ranks``.
+        """
+        curve = _check_curve(
+            self.ranks, self.log_evidence, self.log_evidence_std, self.best_rank, self.param_name
+        )
+        if not self.error_pieces:
+            raise ValueError(
+                "this display has no error_pieces: the estimates' method reports no pieces of its "
+                "error bar (referenced TI, reference='vb', does); pass error_pieces={'mc_error': ..., "
+                "...} to draw them."
+            )
+        unknown = set(self.error_pieces) - set(ERROR_PIECES)
+        if unknown:
+            raise ValueError(f"unknown error pieces {sorted(unknown)}; use keys of {list(ERROR_PIECES)}.")
+        order = np.argsort(np.asarray(self.ranks, dtype=np.float64), kind="stable")
+        groups = {}
+        for key, values in self.error_pieces.items():
+            values = _as_numeric(values, key).astype(np.float64)
+            if values.shape != curve.x.shape:
+                raise ValueError(
+                    f"error_pieces[{key!r}] has shape {values.shape} but ranks has shape "
+                    f"{curve.x.shape}: give one value per rank."
+                )
+            groups[ERROR_PIECES[key]] = values[order]
+        if curve.se is not None:
+            groups["error bar"] = curve.se
+        plt = _import_pyplot()
+        if ax is None:
+            _, ax = plt.subplots()
+        positions = np.arange(curve.x.size, dtype=np.float64)
+        width = 0.8 / len(groups)
+        self.error_pieces_bars_ = {}
+        for i, (name, values) in enumerate(groups.items()):
+            kw = _validate_style_kwargs({"label": name, "color": f"C{i}"}, bar_kw or {})
+            # NaN (not reported, or a failed fit) draws no bar.
+            self.error_pieces_bars_[name] = ax.bar(positions + (i - (len(groups) - 1) / 2) * width,
+                                                   np.nan_to_num(values, nan=0.0), width, **kw)
+        ax.set_xticks(positions, labels=[_format_value(v) for v in curve.x])
+        ax.set_xlabel(self.param_name)
+        ax.set_ylabel("nats")
+        finite = np.concatenate([v[np.isfinite(v)] for v in groups.values()])
+        if finite.size and np.all(finite > 0):
+            ax.set_yscale("log")
+        ax.legend(title="error bar = root sum of squares of")
+        self.error_pieces_ax_ = ax
+        return self
 
     def plot(
         self, ax=None, *, n_std=2, xscale=None, name=None, errorbar_kw=None, best_marker_kw=None
@@ -501,7 +606,7 @@ class EvidenceCurveDisplay:
             ``param_name`` was not searched.
         """
         if isinstance(estimator, EvidenceGridSearch):
-            ranks, log_evidence, std, best_rank, param_name = _curve_from_search(
+            ranks, log_evidence, std, best_rank, param_name, pieces = _curve_from_search(
                 estimator, param_name
             )
             default_name = type(estimator.estimator).__name__
@@ -516,6 +621,7 @@ class EvidenceCurveDisplay:
                 # A failed fit is recorded as error_score, which may be a finite number.
                 log_evidence[np.isin(ranks, list(errors))] = np.nan
             best_rank = estimator.best_rank_
+            pieces = _pieces_of(getattr(estimator, "cv_results_", None))
             param_name = "rank" if param_name is None else param_name
             default_name = type(estimator).__name__
         else:
@@ -538,6 +644,7 @@ class EvidenceCurveDisplay:
             best_rank=best_rank,
             param_name=param_name,
             estimator_name=default_name if name is None else name,
+            error_pieces=pieces,
         )
         return display.plot(
             ax=ax,
