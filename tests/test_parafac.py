@@ -259,24 +259,6 @@ def test_block_parallel_logsgld_sti_near_rank1_closed_form(seed, lam):
     assert abs(est.log_evidence_ - exact) <= allowed, (est.log_evidence_, exact, allowed)
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="Known defect (as for NMF, issue 3): STI with pSGLD on 6x5x4 rank-1 tensors falls "
-    "8-17 nats below the closed form, 7-14 standard errors (lambda=1, T=40, 40000 iterations; "
-    "random_state 0 and 1 with B=1 and B=2: -12.1 +- 1.0, -17.3 +- 1.2, -8.1 +- 0.8, "
-    "-8.7 +- 0.6 nats): at t < 0.02 its frozen preconditioner leaves entries that sat near "
-    "zero during burn-in nearly still, and the factors come out too small. "
-    "sampler='logsgld' agrees.",
-)
-def test_psgld_sti_matches_rank1_closed_form(seed):
-    X = _rank1(seed, 1.0)
-    est = PoissonPARAFAC(1, 1.0, n_blocks=2, sampler="psgld", temperatures=40, n_samples=40000,
-                         n_burnin=10000, random_state=seed, reference="prior").fit(X)
-    exact = rank1_log_evidence(X, 1.0)
-    assert abs(est.log_evidence_ - exact) <= 4 * est.log_evidence_std_
-
-
 # ------------------------------------------------------------------ bad input
 
 X_GOOD = _tensor(9)

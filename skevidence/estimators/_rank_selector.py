@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..evidence._result import ERROR_PIECES
-from ._factorisation import check_ranks_supported
+from ._factorisation import CP_SAMPLER, check_ranks_supported
 from .search import EvidenceGridSearch
 
 __all__ = ["DECISION_Z", "SCREEN_TOL_FACTOR", "SELECTOR_DEFAULTS", "RankSelectorMixin", "selector_constraints"]
@@ -17,7 +17,7 @@ __all__ = ["DECISION_Z", "SCREEN_TOL_FACTOR", "SELECTOR_DEFAULTS", "RankSelector
 #: log-space SGLD is the sampler whose evidences agree with the closed form and with
 #: Chib's method, and the chains are longer (they approach equilibrium slowly as the
 #: temperature rises).
-SELECTOR_DEFAULTS = dict(sampler="logsgld", n_samples=10000, n_burnin=4000)
+SELECTOR_DEFAULTS = dict(sampler=CP_SAMPLER, n_samples=10000, n_burnin=4000)
 
 #: A rank whose log-evidence is below the best's by more than this many combined
 #: error bars is out of the running: it is not refined further, and the choice is

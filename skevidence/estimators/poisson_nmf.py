@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
+from ._factorisation import CHIB_DEFAULTS, CP_SAMPLER, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
 
 __all__ = ["PoissonNMF"]
 
@@ -54,7 +54,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     n_blocks : int or "auto", default="auto"
         Row and column groups :math:`B` of the block-parallel sampler;
         ``"auto"`` is ``min(5, n_samples, n_features)``.
-    sampler : {"psgld", "sgld", "logsgld"} or Sampler, default="psgld"
+    sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule. ``"logsgld"`` (SGLD on :math:`\log W, \log H`
         with a fixed data-given preconditioner) is the one that agrees with
         the closed-form rank-1 evidence; see the user guide.
@@ -111,7 +111,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         prior_rate=1.0,
         method="sti",
         n_blocks="auto",
-        sampler=STI_DEFAULTS["sampler"],
+        sampler=CP_SAMPLER,
         *,
         prior_rate_h=None,
         temperatures="auto",

@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
+from ._factorisation import CHIB_DEFAULTS, CP_SAMPLER, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
 
 __all__ = ["PoissonPARAFAC"]
 
@@ -52,7 +52,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
     n_blocks : int or "auto", default="auto"
         Groups :math:`B` of every mode for the block-parallel sampler (parts of
         :math:`IJK/B^2` entries); ``"auto"`` is ``min(5, I, J, K)``.
-    sampler : {"psgld", "sgld", "logsgld"} or Sampler, default="psgld"
+    sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
         SG-MCMC update rule. ``"psgld"`` is the papers' (seed 001);
         ``"logsgld"`` (SGLD on the logs of the factors with a fixed,
         data-given preconditioner) is the one that agrees with the closed-form
@@ -125,7 +125,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         prior_rate=1.0,
         method="sti",
         n_blocks="auto",
-        sampler=STI_DEFAULTS["sampler"],
+        sampler=CP_SAMPLER,
         *,
         temperatures="auto",
         ladder=STI_DEFAULTS["ladder"],
