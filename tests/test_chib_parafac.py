@@ -446,18 +446,23 @@ def test_chib_agrees_with_logsgld_sti_at_rank_2(seed):
 # ------------------------------------------------------- against STI-pSGLD near the mode (P4)
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="Known bias of the papers' STI with pSGLD (the prior path, not the default): 1.8-6.5 nats "
+    "below Chib's method at ranks 2-4 here, more than 3 combined standard errors in some seeds; "
+    "its standard error covers the Monte-Carlo noise only.",
+)
 def test_psgld_sti_agrees_with_chib_near_the_mode_p4(seed):
     """Protocol P4 (seed 001, Fig. 2a): 10 x 15 x 20 counts of true rank 3, prior rate 3.
 
     STI with the papers' pSGLD, on the rank selector's ladder and chain lengths
     (20 power-ladder temperatures of 10000 iterations, 4000 of burn-in, 5 x 5 x 5
     blocks), against Chib's method at the true rank and its neighbours.
-    Tolerance, as for NMF: 3 combined standard errors plus 0.5 % of |log Z|, the
-    share for the bias neither standard error covers (ladder, step size, chains
-    lagging behind the rising temperature). Measured STI - Chib at ranks 2, 3, 4
+    Tolerance: 3 combined standard errors. Measured STI - Chib at ranks 2, 3, 4
     for random_state 0, 1, 2: -6.5 / -3.4 / -3.9, -2.7 / -1.8 / -3.4 and
-    -2.9 / -3.3 / -5.0 nats, against allowances of 7.6, 9.0 and 10.0. Before the
-    kernels capped the Langevin drift, rank 2 was 20.6 nats low (z = -14).
+    -2.9 / -3.3 / -5.0 nats: a bias (ladder, step size, chains lagging behind the
+    rising temperature) that neither standard error covers, hence the xfail.
+    Before the kernels capped the Langevin drift, rank 2 was 20.6 nats low (z = -14).
     """
     rng = np.random.default_rng(np.random.SeedSequence([0, 3]))
     A, B, C = (rng.exponential(1.0 / 3.0, size=(n, 3)) for n in (10, 15, 20))
@@ -470,7 +475,6 @@ def test_psgld_sti_agrees_with_chib_near_the_mode_p4(seed):
             chib.fit(X)
         sti = PoissonPARAFAC(rank, 3.0, sampler="psgld", n_blocks=5, temperatures=20, n_samples=10000,
                              n_burnin=4000, random_state=seed, reference="prior").fit(X)
-        allowed = 3 * math.hypot(chib.log_evidence_std_, sti.log_evidence_std_) + 0.005 * abs(
-            chib.log_evidence_)
+        allowed = 3 * math.hypot(chib.log_evidence_std_, sti.log_evidence_std_)
         difference = sti.log_evidence_ - chib.log_evidence_
         assert abs(difference) <= allowed, (rank, sti.log_evidence_, chib.log_evidence_, allowed)
