@@ -252,3 +252,15 @@ def test_selector_keeps_open_decisions_open():
     sel = BayesianNMFRankSelector(ranks=(2, 3), random_state=0, tol=8.0).fit(X)
     gap = abs(sel.log_evidence_[0] - sel.log_evidence_[1])
     assert sel.decided_ == (gap > 3.0 * math.hypot(*sel.log_evidence_std_))
+
+
+def test_selector_does_not_refit_what_max_time_would_stop_again():
+    # A refit repeats the last run (same seed) and lengthens it only if twice
+    # the time already spent fits in max_time; with a max_time shorter than any
+    # fit, a refit would return the same numbers, so no rank is refitted.
+    rng = np.random.default_rng(9)
+    X = rng.poisson(3 * rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sel = BayesianNMFRankSelector(ranks=(2, 3), random_state=0, tol=0.5, max_time=1e-3).fit(X)
+    np.testing.assert_array_equal(sel.cv_results_["tol"], [4.0, 4.0])

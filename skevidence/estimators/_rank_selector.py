@@ -135,6 +135,11 @@ class RankSelectorMixin:
             levels = [np.inf]
         rows, estimators = {}, {}
         reached = np.full(ranks.size, np.inf)
+        # Seconds of every rank's last fit. A refit repeats that run (same seed)
+        # before it can lengthen, and lengthens only if twice the time spent is
+        # within max_time: otherwise it would return the same estimate again.
+        last_time = np.zeros(ranks.size)
+        max_time = getattr(base, "max_time", None) if staged else None
         for level in levels:
             scores = np.array([rows[i]["log_evidence"] if i in rows and not rows[i]["error"] else np.nan
                                for i in range(ranks.size)])
@@ -144,6 +149,8 @@ class RankSelectorMixin:
             # bar is above this pass's tolerance. A rank that stopped short of
             # its last tolerance (max_time) would only repeat the same run.
             again = (stds > level) & (reached > level) & (stds <= reached)
+            if max_time is not None:
+                again &= 2.0 * last_time <= max_time
             todo = ~np.isfinite(reached) | (_in_the_running(scores, stds) & again)
             todo = [int(i) for i in np.flatnonzero(todo)]
             if not todo:
@@ -161,6 +168,7 @@ class RankSelectorMixin:
                 )
                 estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
                 reached[i] = level
+                last_time[i] = float(res["mean_fit_time"][j])
         params = [{self._rank_param: int(r)} for r in ranks]
         results = EvidenceGridSearch._format_evidence_results(params, [rows[i] for i in range(ranks.size)])
         results["tol"] = np.array([rows[i]["tol"] if staged else np.nan for i in range(ranks.size)])
