@@ -22,6 +22,7 @@ Usage::
     python benchmarks/bench_main_command.py                       # bundled clip
     python benchmarks/bench_main_command.py sp01.wav ... sp05.wav  # files stacked in time
     python benchmarks/bench_main_command.py --with-prior           # also the prior path
+    python benchmarks/bench_main_command.py --ranks 1 2 4          # other candidate ranks
 """
 
 import argparse
@@ -51,9 +52,9 @@ def run(files, extra):
     """Run ``nmf-rank`` quietly; return its JSON record and wall time."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "result.json")
-        argv = ["nmf-rank", *files, "--json", path, *extra]
+        argv = ["nmf-rank", *files, "--json", path, "--quiet", *extra]
         start = time.perf_counter()
-        with contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stderr(io.StringIO()):  # the command's warnings; its table is in the JSON
             cli_main(argv, out=io.StringIO())
         elapsed = time.perf_counter() - start
         with open(path) as f:
@@ -65,14 +66,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="*", help="audio files (default: the bundled clip)")
     parser.add_argument("--with-prior", action="store_true", help="also run the prior path")
+    parser.add_argument("--ranks", nargs="+", help="candidate ranks (default: the command's)")
     parser.add_argument("--json", help="write every record to this file")
     args = parser.parse_args()
+    common = ["--ranks", *args.ranks] if args.ranks else []
     names = ["default", "4x"] + (["prior"] if args.with_prior else [])
     print(f"skevidence {skevidence.__version__} ({git_state()}), {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
     records = {}
     for name in names:
-        records[name], elapsed = run(args.files, BUDGETS[name])
+        records[name], elapsed = run(args.files, BUDGETS[name] + common)
         records[name]["bench_time"] = elapsed
         print(f"{name:>8}: {elapsed:6.1f} s, chose rank {records[name]['best_rank']} "
               f"({'decided' if records[name]['decided'] else 'NOT decided'})", flush=True)
