@@ -12,7 +12,9 @@ from skevidence.evidence.smc import combine_runs, smc_log_evidence
 from skevidence.kernels.smc import (
     log_ess,
     log_intensity_block,
+    log_prior_over_reference,
     move_particles,
+    move_particles_referenced,
     next_stop,
     total_intensity,
 )
@@ -61,6 +63,34 @@ def naive_sweep(F, offsets, idx, arrived, rates, exposure, rng):
         rate = rates[m] + exposure * np.prod(np.delete(sums, m, axis=0), axis=0)
         rows = slice(offsets[m], offsets[m + 1])
         F[rows] = rng.gamma(1.0 + stats_[rows], 1.0 / rate)
+
+
+def naive_log_prior_over_reference(particles, offsets, rates, alpha, beta, perms):
+    """log p - log q_sigma per particle, the constant included, from scipy's densities."""
+    rows = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+    out = []
+    for F, perm in zip(particles, perms):
+        log_p = stats.expon.logpdf(F, scale=1.0 / rates[rows][:, None]).sum()
+        log_q = stats.gamma.logpdf(F, alpha[:, perm], scale=1.0 / beta[:, perm]).sum()
+        out.append(log_p - log_q)
+    return np.array(out)
+
+
+def naive_referenced_sweep(F, offsets, idx, arrived, rates, alpha, beta, perm, exposure, rng):
+    """One Gibbs sweep at the referenced target q_sigma^(1-s) p^s PO(y; sV), in NumPy, no scale move."""
+    n_modes = offsets.shape[0] - 1
+    w = 1.0 - exposure
+    stats_ = np.zeros(F.shape)
+    for e in np.flatnonzero(arrived):
+        q = np.prod(F[idx[e]], axis=0)
+        alloc = rng.multinomial(arrived[e], q / q.sum())
+        for m in range(n_modes):
+            stats_[idx[e, m]] += alloc
+    for m in range(n_modes):
+        sums = np.stack([F[a:b].sum(axis=0) for a, b in zip(offsets[:-1], offsets[1:])])
+        rows = slice(offsets[m], offsets[m + 1])
+        rate = w * beta[rows][:, perm] + exposure * (rates[m] + np.prod(np.delete(sums, m, axis=0), axis=0))
+        F[rows] = rng.gamma(1.0 + w * (alpha[rows][:, perm] - 1.0) + stats_[rows], 1.0 / rate)
 
 
 def _problem(shape, rank, seed, scale=1.0):
@@ -138,6 +168,77 @@ def test_move_matches_numpy_twin_in_distribution(shape):
         assert stats.ks_2samp(stat(particles), stat(twin)).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4)])
+def test_log_prior_over_reference_matches_numpy_twin(shape):
+    """The kernel leaves out a constant shared by all particles; the differences must agree."""
+    rng = np.random.default_rng(1)
+    offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
+    rates = rng.uniform(0.5, 2.0, size=len(shape))
+    alpha = rng.uniform(0.5, 20.0, size=(offsets[-1], 3))
+    beta = rng.uniform(0.5, 5.0, size=(offsets[-1], 3))
+    particles = rng.gamma(2.0, size=(5, offsets[-1], 3))
+    perms = np.array([rng.permutation(3) for _ in range(5)])
+    out = np.empty(5)
+    log_prior_over_reference(particles, offsets, rates, alpha, beta, perms, out)
+    twin = naive_log_prior_over_reference(particles, offsets, rates, alpha, beta, perms)
+    np.testing.assert_allclose(out - out[0], twin - twin[0], rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 2, 3)])
+def test_referenced_move_matches_numpy_twin_in_distribution(shape):
+    """As the plain move's test, at the referenced target: the Gibbs kernel and its NumPy twin agree.
+
+    The kernel's scale-ridge moves leave every intensity unchanged, so the
+    intensities are compared (KS, two samples, 3000 particles, 6 sweeps).
+    """
+    X = np.arange(1, np.prod(shape) + 1).reshape(shape) % 4
+    idx, counts, offsets = _stacked(X)
+    rates = np.full(len(shape), 1.3)
+    rng = np.random.default_rng(0)
+    alpha = rng.uniform(1.0, 6.0, size=(offsets[-1], 2))
+    beta = rng.uniform(1.0, 4.0, size=(offsets[-1], 2))
+    start = rng.exponential(size=(offsets[-1], 2))
+    n = 3000
+    perms = np.array([[0, 1], [1, 0]])[rng.integers(0, 2, size=n)]
+    particles = np.repeat(start[None], n, axis=0)
+    active = np.flatnonzero(counts)
+    move_particles_referenced(particles, offsets, idx[active], counts[active], rates, alpha, beta, perms, 0.6,
+                              6, rng.integers(0, 2**32, size=n))
+    twin = np.repeat(start[None], n, axis=0)
+    for F, perm in zip(twin, perms):
+        for _ in range(6):
+            naive_referenced_sweep(F, offsets, idx, counts, rates, alpha, beta, perm, 0.6, rng)
+    for stat in (lambda P: np.prod(P[:, idx[0]], axis=1).sum(axis=1),
+                 lambda P: np.prod(P[:, idx[-1]], axis=1).sum(axis=1),
+                 lambda P: naive_total_intensity(P, offsets)):
+        assert stats.ks_2samp(stat(particles), stat(twin)).pvalue > 1e-3
+
+
+def test_referenced_ridge_move_keeps_its_target():
+    """At exposure 0 the referenced target is q_sigma itself: moves from exact draws of q must stay q.
+
+    The sweep at zero exposure redraws every factor from q and then moves
+    along the scale ridges; the ridge moves alone decide the mode sums'
+    spread, which must match q's (KS against fresh draws).
+    """
+    shape = (4, 5, 3)
+    offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
+    rng = np.random.default_rng(2)
+    alpha = rng.uniform(2.0, 8.0, size=(offsets[-1], 2))
+    beta = rng.uniform(1.0, 3.0, size=(offsets[-1], 2))
+    n = 4000
+    perms = np.tile(np.arange(2), (n, 1))
+    particles = rng.gamma(alpha[None].repeat(n, 0)) / beta
+    idx = np.zeros((0, 3), dtype=np.int64)
+    move_particles_referenced(particles, offsets, idx, np.zeros(0, dtype=np.int64), np.ones(3), alpha, beta,
+                              perms, 0.0, 1, rng.integers(0, 2**32, size=n))
+    fresh = rng.gamma(alpha[None].repeat(n, 0)) / beta
+    for m in range(3):
+        for r in range(2):
+            a, b = offsets[m], offsets[m + 1]
+            assert stats.ks_2samp(particles[:, a:b, r].sum(axis=1), fresh[:, a:b, r].sum(axis=1)).pvalue > 1e-3
+
+
 def test_move_is_reproducible_across_thread_counts():
     import numba
 
@@ -170,7 +271,7 @@ def _z(result, exact):
 def test_rank1_nmf_matches_closed_form(seed):
     X = _problem((8, 6), 1, seed, scale=3.0)
     lam = (1.0, 0.5)
-    result = smc_log_evidence(X, 1, lam, n_particles=128, n_runs=4, random_state=seed)
+    result = smc_log_evidence(X, 1, lam, reference="prior", n_particles=128, n_runs=4, random_state=seed)
     assert abs(_z(result, rank1_log_evidence(X, *lam))) < 4.0
 
 
@@ -178,7 +279,23 @@ def test_rank1_nmf_matches_closed_form(seed):
 def test_rank1_cp_matches_closed_form(seed):
     X = _problem((5, 4, 3), 1, seed, scale=2.0)
     lam = (1.0, 2.0, 0.5)
-    result = smc_log_evidence(X, 1, lam, n_particles=128, n_runs=4, random_state=seed)
+    result = smc_log_evidence(X, 1, lam, reference="prior", n_particles=128, n_runs=4, random_state=seed)
+    assert abs(_z(result, rank1_log_evidence_cp(X, *lam))) < 4.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_referenced_rank1_nmf_matches_closed_form(seed):
+    X = _problem((8, 6), 1, seed, scale=3.0)
+    lam = (1.0, 0.5)
+    result = smc_log_evidence(X, 1, lam, reference="vb", n_particles=128, random_state=seed)
+    assert abs(_z(result, rank1_log_evidence(X, *lam))) < 4.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_referenced_rank1_cp_matches_closed_form(seed):
+    X = _problem((5, 4, 3), 1, seed, scale=2.0)
+    lam = (1.0, 2.0, 0.5)
+    result = smc_log_evidence(X, 1, lam, reference="vb", n_particles=128, random_state=seed)
     assert abs(_z(result, rank1_log_evidence_cp(X, *lam))) < 4.0
 
 
@@ -198,8 +315,9 @@ def test_rank2_matches_brute_force_importance_sampling():
     ratios = np.exp(log_lik - peak)
     exact = peak + np.log(ratios.mean())
     exact_se = ratios.std() / np.sqrt(ratios.size) / ratios.mean()
-    result = smc_log_evidence(X, 2, lam, n_particles=256, n_runs=4, random_state=1)
-    assert abs(result.log_evidence - exact) < 4.0 * np.hypot(result.std_error, exact_se)
+    for reference in ("prior", "vb"):
+        result = smc_log_evidence(X, 2, lam, reference=reference, n_particles=256, n_runs=4, random_state=1)
+        assert abs(result.log_evidence - exact) < 4.0 * np.hypot(result.std_error, exact_se), reference
 
 
 def test_combine_runs_corrects_the_lognormal_bias():
@@ -245,6 +363,8 @@ def test_bad_settings_are_refused():
         smc_log_evidence(X, 1, ess_threshold=1.0)
     with pytest.raises(ValueError, match="prior rates"):
         smc_log_evidence(X, 1, prior_rates=(1.0, -1.0))
+    with pytest.raises(ValueError, match="reference must be"):
+        smc_log_evidence(X, 1, reference="laplace")
 
 
 def test_estimators_offer_method_smc():
@@ -262,7 +382,7 @@ def test_spread_of_independent_estimates_matches_the_stated_error():
     """Eight independent estimates scatter as their stated standard errors say (chi-square, 8 dof)."""
     X = _problem((12, 10), 1, 5, scale=3.0)
     exact = rank1_log_evidence(X, 1.0, 1.0)
-    results = [smc_log_evidence(X, 1, n_particles=256, n_runs=4, random_state=seed) for seed in range(8)]
+    results = [smc_log_evidence(X, 1, n_particles=256, random_state=seed) for seed in range(8)]
     z = np.array([_z(r, exact) for r in results])
     assert np.all(np.abs(z) < 4.0)
     chi2 = float((z**2).sum())

@@ -12,14 +12,18 @@ __all__ = ["fill_doc"]
 _PARTS = {
     "reference_parameters": r"""
         reference : {"vb", "prior"}, default="vb"
-            Where the STI path starts (``method="sti"``). ``"vb"``: referenced
-            thermodynamic integration from a variational fit of the posterior,
-            with Metropolis-adjusted HMC and an error bar that covers the
-            Monte-Carlo error, the chains' lag and the quadrature
-            (:func:`~skevidence.evidence.referenced_ti_log_evidence`).
-            ``"prior"``: the papers' STI from the prior with SG-MCMC, whose
-            chains lag behind the temperature (its error bar covers their
-            Monte-Carlo noise only; see the user guide).
+            Where the path starts (``method="sti"`` and ``method="smc"``).
+            ``"vb"``: from a variational fit of the posterior — for STI,
+            referenced thermodynamic integration with Metropolis-adjusted HMC
+            and an error bar that covers the Monte-Carlo error, the chains'
+            lag and the quadrature
+            (:func:`~skevidence.evidence.referenced_ti_log_evidence`); for the
+            SMC, a path of far fewer steps (its estimate is exact either way,
+            see :func:`~skevidence.evidence.smc_log_evidence`). ``"prior"``:
+            from the prior — the papers' STI with SG-MCMC, whose chains lag
+            behind the temperature (its error bar covers their Monte-Carlo
+            noise only; see the user guide), and Chopin's (2002) data-arrival
+            SMC.
         tol : float or None, default=1.0
             With ``reference="vb"``: the chains are lengthened (and the ladder
             refined) until the error bar is at most ``tol`` nats; ``None`` runs
@@ -59,7 +63,7 @@ _PARTS = {
             Particles of each run of the count-arrival SMC (``method="smc"``);
             ``"auto"`` raises them until the runs agree within a nat (see
             :func:`~skevidence.evidence.smc_log_evidence`).
-        n_smc_runs : int, default=4
+        n_smc_runs : int, default=8
             Independent SMC runs; their spread is the SMC's error bar.
         random_state : int, RandomState instance or None, default=None
             Seed of the sampler; an int makes ``fit`` reproducible (for any

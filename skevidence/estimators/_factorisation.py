@@ -34,7 +34,7 @@ DEFAULT_BLOCKS = 5
 CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
 
 #: Default settings of the count-arrival SMC (``method="smc"``).
-SMC_DEFAULTS = dict(n_particles="auto", n_smc_runs=4)
+SMC_DEFAULTS = dict(n_particles="auto", n_smc_runs=8)
 
 #: ``temperatures``, ``n_samples`` and ``n_burnin`` default to "auto": the
 #: settings of the path that ``reference`` chooses.
@@ -135,7 +135,7 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
 
         result = smc_log_evidence(
             X, model.n_components, model.prior_rates, n_particles=self.n_particles,
-            n_runs=self.n_smc_runs, random_state=self.random_state, verbose=self.verbose,
+            n_runs=self.n_smc_runs, reference=self.reference, random_state=self.random_state, verbose=self.verbose,
         )
         return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
 

@@ -22,6 +22,30 @@ the particles); the runs that make the estimate follow them. Going from
 :math:`\prod_e V_e^{y'_e - y_e} \exp(-(s' - s)\sum_e V_e)`; the factors shared
 by all particles, :math:`s'^{|y'|} s^{-|y|} \prod_e y_e!/y'_e!`, telescope to
 :math:`-\sum_e \log x_e!`.
+
+**Referenced path** (``reference="vb"``, the default). From the prior the
+path is long: the first units move the particles across the whole prior,
+and the number of steps grows with the information in the data. Starting
+instead from the mean-field variational fit :math:`q` (a Gamma per factor
+entry, :func:`~skevidence.evidence.referenced.variational_reference`), the
+targets
+
+.. math::
+   \gamma_s(\theta, \sigma) = \tfrac{1}{R!}\, q_\sigma(\theta)^{1-s}\, p(\theta)^s
+   \prod_e \mathcal{PO}\big(y_e(s);\ s V_e(\theta)\big)
+
+keep the posterior's width all along (the reference's share of the
+precision falls as the data's rises). :math:`q_\sigma` is :math:`q` with its
+components relabelled by :math:`\sigma`, drawn uniformly for each particle
+and then kept: :math:`\gamma_0` is the :math:`R!`-fold symmetrised reference,
+exactly normalised, and :math:`\gamma_1` the posterior in every labelling, so
+no :math:`\log R!` correction is needed whether or not the labellings'
+modes overlap. :math:`q_\sigma^{1-s} p^s` is a product of Gammas, so the
+Gibbs sweep stays exact; a step's weight gains
+:math:`(s' - s)(\log p - \log q_\sigma)`. Between the scale-ridge
+moves' cheap steps and this path, an 80x60 matrix of ~87,000 counts at rank 4
+took 382 steps (3,063 from the prior on a matrix drawn alike) and 4.5 minutes on 2 cores for a
+standard error of 1.3 nats (256 particles, one sweep, 8 runs).
 """
 
 import time
@@ -35,7 +59,15 @@ from scipy.optimize import linear_sum_assignment
 from .._progress import progress
 from .._random import seed_sequence
 from .._threads import numba_threads
-from ..kernels.smc import log_ess, log_intensity_block, move_particles, next_stop, total_intensity
+from ..kernels.smc import (
+    log_ess,
+    log_intensity_block,
+    log_prior_over_reference,
+    move_particles,
+    move_particles_referenced,
+    next_stop,
+    total_intensity,
+)
 from ._counts import count_entries
 from ._result import EvidenceResult
 
@@ -113,7 +145,7 @@ def _prior_rates(prior_rates, n_modes):
 
 
 def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, min_log_ess, seed_seq,
-             schedule=None):
+             schedule=None, reference=None):
     r"""One SMC run: ``(log Z, diagnostics)``. ``idx`` is already offset into the factor stack.
 
     Without a ``schedule`` the run draws the units' arrival order and chooses
@@ -140,9 +172,17 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
     n_units = unit_entry.shape[0]
 
     particles = np.empty((n_particles, offsets[-1], n_components))
-    for m in range(n_modes):
-        block = particles[:, offsets[m]:offsets[m + 1]]
-        block[...] = rng.exponential(1.0 / rates[m], size=block.shape)
+    if reference is None:
+        for m in range(n_modes):
+            block = particles[:, offsets[m]:offsets[m + 1]]
+            block[...] = rng.exponential(1.0 / rates[m], size=block.shape)
+    else:
+        # Each particle draws a labelling sigma uniformly and then theta from q_sigma: the start
+        # is the R!-fold symmetrised reference, exactly normalised (Z_0 = 1).
+        alpha, beta = reference
+        perms = np.argsort(rng.random((n_particles, n_components)), axis=1)
+        particles[...] = rng.gamma(alpha[:, perms].transpose(1, 0, 2)) / beta[:, perms].transpose(1, 0, 2)
+        log_ratio = np.empty(n_particles)
 
     arrived = np.zeros(counts.shape[0], dtype=np.int64)
     log_z, s, k = 0.0, 0.0, 0
@@ -153,6 +193,11 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
         if len(exposures) >= _MAX_STEPS:
             raise RuntimeError(f"the SMC took more than {_MAX_STEPS} steps; use more particles.")
         total_v = total_intensity(particles, offsets)
+        if reference is not None:
+            # The geometric part of the path weighs by (p / q_sigma)^(s' - s): along with the
+            # intensities' exp(-(s' - s) sum V), a slope in the exposure.
+            log_prior_over_reference(particles, offsets, rates, alpha, beta, perms, log_ratio)
+            total_v = total_v - log_ratio
         sum_log_v = np.zeros(n_particles)
         if schedule is None:
             k_new = k
@@ -192,9 +237,19 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
         particles = particles[ancestors]
         active = np.flatnonzero(arrived)
         seeds = rng.integers(0, 2**32, size=n_particles, dtype=np.int64)
-        move_particles(particles, offsets, idx[active], arrived[active], rates, s, n_sweeps, seeds)
+        if reference is None:
+            move_particles(particles, offsets, idx[active], arrived[active], rates, s, n_sweeps, seeds)
+        else:
+            perms = perms[ancestors]
+            move_particles_referenced(particles, offsets, idx[active], arrived[active], rates, alpha, beta,
+                                      perms, s, n_sweeps, seeds)
         visited += active.shape[0] * n_sweeps * n_particles
     log_z -= float(special.gammaln(counts + 1.0).sum())
+    if reference is not None:
+        # The constant of log p - log q_sigma the kernel leaves out; the exposures' steps sum to one.
+        rows = np.repeat(np.arange(n_modes), np.diff(offsets))
+        log_z += float(np.sum(np.log(rates[rows]))) * n_components
+        log_z += float(np.sum(special.gammaln(alpha) - alpha * np.log(beta)))
     return log_z, {
         "exposures": np.asarray(exposures),
         "schedule": (unit_entry, times, np.asarray(exposures)),
@@ -205,8 +260,8 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
 
 
 def smc_log_evidence(
-    X, n_components, prior_rates=1.0, *, n_particles="auto", n_runs=4, n_sweeps=2,
-    ess_threshold=0.5, n_jobs=None, random_state=None, verbose=0,
+    X, n_components, prior_rates=1.0, *, n_particles="auto", n_runs=8, n_sweeps=2,
+    ess_threshold=0.5, reference="vb", n_jobs=None, random_state=None, verbose=0,
 ):  # fmt: skip
     r"""The log-evidence of Poisson CP (NMF for a matrix) by an exact-kernel SMC over count arrivals.
 
@@ -235,13 +290,24 @@ def smc_log_evidence(
         spread (the variance of :math:`\log \hat Z` falls as one over the
         particles), until the runs' log-evidences spread by at most one nat
         or 8192 particles are reached; only the last batch is kept.
-    n_runs : int, default=4
-        Independent runs; their spread is the error bar (at least 2).
+    n_runs : int, default=8
+        Independent runs; their spread is the error bar (at least 2). The
+        spread of a few runs is itself uncertain: with 4 runs a stated error
+        bar can be half the error, so 8 is the default.
     n_sweeps : int, default=2
         Gibbs sweeps of every particle after each resampling.
     ess_threshold : float, default=0.5
         A step adds count units while the effective sample size of the
         incremental weights stays at least this fraction of the particles.
+    reference : {"vb", "prior"}, default="vb"
+        Where the path starts. ``"prior"``: the prior, the path of Chopin
+        (2002). ``"vb"``: the mean-field variational fit :math:`q`
+        (:func:`~skevidence.evidence.referenced.variational_reference`),
+        symmetrised over the components' labellings (each particle draws a
+        labelling :math:`\sigma` and keeps it); the targets are then
+        :math:`q_\sigma^{1-s} p^s \prod_e \mathcal{PO}(y_e(s); s V_e)`, still
+        exactly sampled by the Gibbs sweep, and much closer to each other:
+        the path takes far fewer steps when the data are many.
     n_jobs : int or None, default=None
         Threads the kernels use (parallel over particles); ``None``: all.
     random_state : int, RandomState, Generator or None, default=None
@@ -311,27 +377,38 @@ def smc_log_evidence(
             raise ValueError(f"{name} must be an integer of at least {low}, got {value!r}.")
     if not 0.0 < ess_threshold < 1.0:
         raise ValueError(f"ess_threshold must lie in (0, 1), got {ess_threshold!r}.")
+    if reference not in ("prior", "vb"):
+        raise ValueError(f"reference must be 'prior' or 'vb', got {reference!r}.")
     offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
     stacked = np.ascontiguousarray(idx + offsets[:-1], dtype=np.int64)
 
     # With n_particles="auto", batches of runs with ever more particles until the runs agree:
     # the variance of log Z-hat falls as 1/particles, so the next size follows from the spread.
     size = _AUTO_PARTICLES[0] if auto else int(n_particles)
-    pilot_seq, *batch_seqs = seed_sequence(random_state).spawn(65)
+    pilot_seq, *batch_seqs, vb_seq = seed_sequence(random_state).spawn(66)
     batch_seqs = iter(batch_seqs)
+    q = None
+    if reference == "vb":
+        from .referenced import variational_reference
+
+        # The fit reads the non-zeros, dense or sparse alike, so that both give the same numbers.
+        entries = X if n_modes > 2 else sparse.coo_array((counts.astype(np.float64), tuple(idx.T)), shape=shape)
+        _, alpha, beta, _ = variational_reference(entries, n_components, rates,
+                                                  random_state=int(vb_seq.generate_state(1)[0]))
+        q = (np.ascontiguousarray(alpha), np.ascontiguousarray(beta))
     n_threads = effective_n_jobs(n_jobs) if n_jobs is not None else 10**6
     tried = []
     with numba_threads(n_threads):
         # A pilot run chooses the steps; the runs that enter the estimate follow them.
         _, pilot = _smc_run(stacked, counts, offsets, rates, n_components, size, int(n_sweeps),
-                            float(np.log(ess_threshold * size)), pilot_seq)
+                            float(np.log(ess_threshold * size)), pilot_seq, reference=q)
         schedule = pilot["schedule"]
         while True:
             report = progress(int(n_runs), f"SMC ({size} particles)", verbose)
             log_z, diags = [], []
             for seq in next(batch_seqs).spawn(int(n_runs)):
                 value, diag = _smc_run(stacked, counts, offsets, rates, n_components, size, int(n_sweeps),
-                                       0.0, seq, schedule)
+                                       0.0, seq, schedule, reference=q)
                 log_z.append(value)
                 diags.append(diag)
                 report.update(1)

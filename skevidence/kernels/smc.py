@@ -27,12 +27,14 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import FASTMATH
-from .gibbs import _mode_sums, _rescale_pair, sample_mode, sample_sources
+from .gibbs import SCALE_STEP, _conditional_rate, _mode_sums, _rescale_pair, sample_mode, sample_sources
 
 __all__ = [
     "log_ess",
     "log_intensity_block",
+    "log_prior_over_reference",
     "move_particles",
+    "move_particles_referenced",
     "next_stop",
     "total_intensity",
 ]
@@ -182,3 +184,115 @@ def move_particles(particles, offsets, idx, counts, prior_rates, exposure, n_swe
                 sample_mode(F, offsets, m, stats, prior_rates[m], exposure, 0, 0)
             for m in range(n_modes - 1):
                 _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1], 0.0, True)
+
+
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def log_prior_over_reference(particles, offsets, prior_rates, alpha, beta, perms, out):
+    r"""``out[p]`` :math:`= \log p(\theta_p) - \log q_{\sigma_p}(\theta_p)` up to a constant shared by all particles.
+
+    :math:`q_\sigma` is the product of Gammas ``(alpha, beta)`` (shape, rate;
+    ``(D, R)``) with its components relabelled: particle ``p``'s component
+    ``r`` follows the reference's ``perms[p, r]``. The omitted constant,
+    :math:`\sum_{m, i} \log\lambda_m - \sum (\alpha \log\beta - \log\Gamma(\alpha))`,
+    does not depend on the labelling.
+    """
+    n_particles, _, R = particles.shape
+    n_modes = offsets.shape[0] - 1
+    for p in prange(n_particles):
+        F = particles[p]
+        total = 0.0
+        for m in range(n_modes):
+            lam = prior_rates[m]
+            for a in range(offsets[m], offsets[m + 1]):
+                for r in range(R):
+                    c = perms[p, r]
+                    f = F[a, r]
+                    total += (beta[a, c] - lam) * f - (alpha[a, c] - 1.0) * math.log(f)
+        out[p] = total
+
+
+#: Metropolis steps along a component's scale ridge per sweep (each costs O(1)).
+_RIDGE_STEPS = 16
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _ridge_referenced(F, offsets, m1, m2, lam1, lam2, exposure, alpha, beta, perm):
+    r"""A Metropolis move of each component along :math:`(e^u f^{(m_1)}_r, e^{-u} f^{(m_2)}_r)`.
+
+    The intensities, so the likelihood at any exposure, do not change along
+    this ridge; the target of :math:`u` is the reference-and-prior part
+    :math:`g(u) = (A_1 - A_2) u - a (e^u - 1) - b (e^{-u} - 1)`, with
+    :math:`A` the summed shapes :math:`1 + (1 - s)(\alpha - 1)` and
+    :math:`a, b` the summed rates :math:`(1 - s)\beta + s\lambda` times the
+    factors of each mode (the shapes' :math:`-1` cancels the Jacobian of the
+    scaling). Its curvature is at least :math:`2\sqrt{ab}`, which sets the step.
+    """
+    w = 1.0 - exposure
+    for r in range(F.shape[1]):
+        c = perm[r]
+        shape1 = 0.0
+        a = 0.0
+        for row in range(offsets[m1], offsets[m1 + 1]):
+            shape1 += 1.0 + w * (alpha[row, c] - 1.0)
+            a += (w * beta[row, c] + exposure * lam1) * F[row, r]
+        shape2 = 0.0
+        b = 0.0
+        for row in range(offsets[m2], offsets[m2 + 1]):
+            shape2 += 1.0 + w * (alpha[row, c] - 1.0)
+            b += (w * beta[row, c] + exposure * lam2) * F[row, r]
+        # The curvature at the mode, sqrt(d^2 + 4ab), is the same at every point of the ridge (ab is):
+        # a symmetric random walk, whose steps cost O(1) since a and b scale with e^u and e^-u.
+        d = shape1 - shape2
+        step = SCALE_STEP / math.sqrt(math.sqrt(d * d + 4.0 * a * b) + 1e-300)
+        total = 0.0
+        for _ in range(_RIDGE_STEPS):
+            u = np.random.standard_normal() * step
+            up = math.exp(u)
+            log_ratio = d * u - a * (up - 1.0) - b * (1.0 / up - 1.0)
+            if math.log(np.random.random()) < log_ratio:
+                total += u
+                a *= up
+                b /= up
+        if total != 0.0:
+            up = math.exp(total)
+            for row in range(offsets[m1], offsets[m1 + 1]):
+                F[row, r] *= up
+            for row in range(offsets[m2], offsets[m2 + 1]):
+                F[row, r] /= up
+
+
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def move_particles_referenced(particles, offsets, idx, counts, prior_rates, alpha, beta, perms, exposure,
+                              n_sweeps, seeds):
+    r"""``n_sweeps`` Gibbs sweeps of every particle at the referenced target at exposure :math:`s`.
+
+    The target is :math:`q_\sigma(\theta)^{1-s}\, p(\theta)^s
+    \prod_e \mathcal{PO}(y_e(s);\ s V_e(\theta))`: the reference and the
+    prior are products of Gammas, so their geometric mix is one too, and
+    given the sources each factor entry is
+    :math:`\mathrm{Gamma}(1 + (1-s)(\alpha - 1) + S,\ (1-s)\beta + s\lambda + s \prod_{m'}\textstyle\sum)`.
+    Arguments as :func:`move_particles`, plus the reference's ``alpha``,
+    ``beta`` (``(D, R)``) and each particle's labelling ``perms`` (``(P, R)``).
+    A sweep is the S-step, each mode's draw, then a Metropolis move along
+    every component's scale ridge between consecutive modes.
+    """
+    n_particles, n_rows, R = particles.shape
+    n_modes = offsets.shape[0] - 1
+    w = 1.0 - exposure
+    for p in prange(n_particles):
+        np.random.seed(seeds[p])
+        F = particles[p]
+        perm = perms[p]
+        stats = np.empty((n_rows, R), dtype=np.int64)
+        for _ in range(n_sweeps):
+            sample_sources(idx, counts, F, stats)
+            for m in range(n_modes):
+                rate = _conditional_rate(_mode_sums(F, offsets), m, exposure * prior_rates[m], exposure)
+                for a in range(offsets[m], offsets[m + 1]):
+                    for r in range(R):
+                        c = perm[r]
+                        F[a, r] = np.random.gamma(1.0 + w * (alpha[a, c] - 1.0) + stats[a, r],
+                                                  1.0 / (w * beta[a, c] + rate[r]))
+            for m in range(n_modes - 1):
+                _ridge_referenced(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1], exposure,
+                                  alpha, beta, perm)
