@@ -12,10 +12,10 @@ from skevidence.evidence.smc import combine_runs, smc_log_evidence
 from skevidence.kernels.smc import (
     log_ess,
     log_intensity_block,
-    log_prior_over_reference,
     move_particles,
     move_particles_referenced,
     next_stop,
+    reference_weights,
     total_intensity,
 )
 
@@ -65,21 +65,27 @@ def naive_sweep(F, offsets, idx, arrived, rates, exposure, rng):
         F[rows] = rng.gamma(1.0 + stats_[rows], 1.0 / rate)
 
 
-def naive_log_prior_over_reference(particles, offsets, rates, alpha, beta, perms):
-    """log p - log q_sigma per particle, the constant included, from scipy's densities."""
+def naive_reference_log_density(F, offsets, rates, alpha, beta, exposure):
+    """log of p(F)^s (1/R!) sum_sigma q_sigma(F)^(1-s), every constant included, from scipy's densities."""
+    from itertools import permutations
+
+    from scipy.special import logsumexp
+
     rows = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-    out = []
-    for F, perm in zip(particles, perms):
-        log_p = stats.expon.logpdf(F, scale=1.0 / rates[rows][:, None]).sum()
-        log_q = stats.gamma.logpdf(F, alpha[:, perm], scale=1.0 / beta[:, perm]).sum()
-        out.append(log_p - log_q)
-    return np.array(out)
+    log_p = stats.expon.logpdf(F, scale=1.0 / rates[rows][:, None]).sum()
+    perms = list(permutations(range(F.shape[1])))
+    log_q = [stats.gamma.logpdf(F, alpha[:, list(perm)], scale=1.0 / beta[:, list(perm)]).sum() for perm in perms]
+    return exposure * log_p + logsumexp((1.0 - exposure) * np.array(log_q)) - np.log(len(perms))
 
 
-def naive_referenced_sweep(F, offsets, idx, arrived, rates, alpha, beta, perm, exposure, rng):
-    """One Gibbs sweep at the referenced target q_sigma^(1-s) p^s PO(y; sV), in NumPy, no scale move."""
+def naive_referenced_sweep(F, offsets, idx, arrived, rates, alpha, beta, perms, exposure, rng):
+    """One sweep at the referenced target, in NumPy: the labelling, sources, each mode's factor; no scale move."""
+    from scipy.special import softmax
+
     n_modes = offsets.shape[0] - 1
     w = 1.0 - exposure
+    log_q = [np.sum((alpha[:, perm] - 1.0) * np.log(F) - beta[:, perm] * F) for perm in perms]
+    perm = perms[rng.choice(len(perms), p=softmax(w * np.array(log_q)))]
     stats_ = np.zeros(F.shape)
     for e in np.flatnonzero(arrived):
         q = np.prod(F[idx[e]], axis=0)
@@ -169,19 +175,28 @@ def test_move_matches_numpy_twin_in_distribution(shape):
 
 
 @pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4)])
-def test_log_prior_over_reference_matches_numpy_twin(shape):
-    """The kernel leaves out a constant shared by all particles; the differences must agree."""
+@pytest.mark.parametrize("exposures", [(0.0, 0.3), (0.4, 0.9), (0.9, 1.0)])
+def test_reference_weights_match_numpy_twin(shape, exposures):
+    """The step's log-weight (constants aside: the same for every particle) and its slope in the exposure."""
+    from itertools import permutations
+
     rng = np.random.default_rng(1)
     offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
     rates = rng.uniform(0.5, 2.0, size=len(shape))
-    alpha = rng.uniform(0.5, 20.0, size=(offsets[-1], 3))
-    beta = rng.uniform(0.5, 5.0, size=(offsets[-1], 3))
+    alpha = rng.uniform(0.5, 3.0, size=(offsets[-1], 3))
+    beta = rng.uniform(0.5, 3.0, size=(offsets[-1], 3))
     particles = rng.gamma(2.0, size=(5, offsets[-1], 3))
-    perms = np.array([rng.permutation(3) for _ in range(5)])
-    out = np.empty(5)
-    log_prior_over_reference(particles, offsets, rates, alpha, beta, perms, out)
-    twin = naive_log_prior_over_reference(particles, offsets, rates, alpha, beta, perms)
-    np.testing.assert_allclose(out - out[0], twin - twin[0], rtol=1e-10, atol=1e-9)
+    perms = np.array(list(permutations(range(3))), dtype=np.int64)
+    s, s_new = exposures
+    out, slope = np.empty(5), np.empty(5)
+    reference_weights(particles, offsets, rates, alpha, beta, perms, s, s_new, out, slope)
+    twin = np.array([naive_reference_log_density(F, offsets, rates, alpha, beta, s_new)
+                     - naive_reference_log_density(F, offsets, rates, alpha, beta, s) for F in particles])
+    np.testing.assert_allclose(out - out[0], twin - twin[0], rtol=1e-9, atol=1e-8)
+    h = 1e-6
+    derivative = np.array([(naive_reference_log_density(F, offsets, rates, alpha, beta, s + h)
+                            - naive_reference_log_density(F, offsets, rates, alpha, beta, s)) / h for F in particles])
+    np.testing.assert_allclose(slope - slope[0], -(derivative - derivative[0]), rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("shape", [(2, 3), (2, 2, 3)])
@@ -199,15 +214,15 @@ def test_referenced_move_matches_numpy_twin_in_distribution(shape):
     beta = rng.uniform(1.0, 4.0, size=(offsets[-1], 2))
     start = rng.exponential(size=(offsets[-1], 2))
     n = 3000
-    perms = np.array([[0, 1], [1, 0]])[rng.integers(0, 2, size=n)]
+    perms = np.array([[0, 1], [1, 0]])
     particles = np.repeat(start[None], n, axis=0)
     active = np.flatnonzero(counts)
     move_particles_referenced(particles, offsets, idx[active], counts[active], rates, alpha, beta, perms, 0.6,
                               6, rng.integers(0, 2**32, size=n))
     twin = np.repeat(start[None], n, axis=0)
-    for F, perm in zip(twin, perms):
+    for F in twin:
         for _ in range(6):
-            naive_referenced_sweep(F, offsets, idx, counts, rates, alpha, beta, perm, 0.6, rng)
+            naive_referenced_sweep(F, offsets, idx, counts, rates, alpha, beta, perms, 0.6, rng)
     for stat in (lambda P: np.prod(P[:, idx[0]], axis=1).sum(axis=1),
                  lambda P: np.prod(P[:, idx[-1]], axis=1).sum(axis=1),
                  lambda P: naive_total_intensity(P, offsets)):
@@ -215,7 +230,7 @@ def test_referenced_move_matches_numpy_twin_in_distribution(shape):
 
 
 def test_referenced_ridge_move_keeps_its_target():
-    """At exposure 0 the referenced target is q_sigma itself: moves from exact draws of q must stay q.
+    """At exposure 0 (one labelling) the referenced target is q itself: moves from draws of q must stay q.
 
     The sweep at zero exposure redraws every factor from q and then moves
     along the scale ridges; the ridge moves alone decide the mode sums'
@@ -227,7 +242,7 @@ def test_referenced_ridge_move_keeps_its_target():
     alpha = rng.uniform(2.0, 8.0, size=(offsets[-1], 2))
     beta = rng.uniform(1.0, 3.0, size=(offsets[-1], 2))
     n = 4000
-    perms = np.tile(np.arange(2), (n, 1))
+    perms = np.arange(2)[None]
     particles = rng.gamma(alpha[None].repeat(n, 0)) / beta
     idx = np.zeros((0, 3), dtype=np.int64)
     move_particles_referenced(particles, offsets, idx, np.zeros(0, dtype=np.int64), np.ones(3), alpha, beta,
@@ -299,6 +314,21 @@ def test_referenced_rank1_cp_matches_closed_form(seed):
     assert abs(_z(result, rank1_log_evidence_cp(X, *lam))) < 4.0
 
 
+def test_referenced_path_sums_the_labellings_out():
+    """Three well-separated components: the referenced SMC agrees with the prior path's.
+
+    Particles that kept the labelling they were drawn with came out up to
+    log 3! = 1.8 nats low: near the posterior every labelling carries the same mass.
+    """
+    rng = np.random.default_rng(3)
+    W = np.kron(np.eye(3), np.ones((4, 1))) * 6.0 + 0.1
+    H = np.kron(np.eye(3), np.ones((1, 4))) * 3.0 + 0.1
+    X = rng.poisson(W @ H)
+    vb = smc_log_evidence(X, 3, 0.5, reference="vb", n_particles=256, random_state=0)
+    prior = smc_log_evidence(X, 3, 0.5, reference="prior", n_particles=256, random_state=0)
+    assert abs(vb.log_evidence - prior.log_evidence) < 4.0 * np.hypot(vb.std_error, prior.std_error)
+
+
 def test_rank2_matches_brute_force_importance_sampling():
     """A 2 x 3 matrix at rank 2: the evidence by 2e6 prior draws, p(X) = E_prior[p(X | theta)]."""
     X = np.array([[3, 0, 1], [2, 4, 0]])
@@ -365,6 +395,8 @@ def test_bad_settings_are_refused():
         smc_log_evidence(X, 1, prior_rates=(1.0, -1.0))
     with pytest.raises(ValueError, match="reference must be"):
         smc_log_evidence(X, 1, reference="laplace")
+    with pytest.raises(ValueError, match="reference='prior'"):
+        smc_log_evidence(np.ones((9, 9), dtype=int), 8)
 
 
 def test_estimators_offer_method_smc():

@@ -32,10 +32,10 @@ from .gibbs import SCALE_STEP, _conditional_rate, _mode_sums, _rescale_pair, sam
 __all__ = [
     "log_ess",
     "log_intensity_block",
-    "log_prior_over_reference",
     "move_particles",
     "move_particles_referenced",
     "next_stop",
+    "reference_weights",
     "total_intensity",
 ]
 
@@ -186,31 +186,6 @@ def move_particles(particles, offsets, idx, counts, prior_rates, exposure, n_swe
                 _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1], 0.0, True)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def log_prior_over_reference(particles, offsets, prior_rates, alpha, beta, perms, out):
-    r"""``out[p]`` :math:`= \log p(\theta_p) - \log q_{\sigma_p}(\theta_p)` up to a constant shared by all particles.
-
-    :math:`q_\sigma` is the product of Gammas ``(alpha, beta)`` (shape, rate;
-    ``(D, R)``) with its components relabelled: particle ``p``'s component
-    ``r`` follows the reference's ``perms[p, r]``. The omitted constant,
-    :math:`\sum_{m, i} \log\lambda_m - \sum (\alpha \log\beta - \log\Gamma(\alpha))`,
-    does not depend on the labelling.
-    """
-    n_particles, _, R = particles.shape
-    n_modes = offsets.shape[0] - 1
-    for p in prange(n_particles):
-        F = particles[p]
-        total = 0.0
-        for m in range(n_modes):
-            lam = prior_rates[m]
-            for a in range(offsets[m], offsets[m + 1]):
-                for r in range(R):
-                    c = perms[p, r]
-                    f = F[a, r]
-                    total += (beta[a, c] - lam) * f - (alpha[a, c] - 1.0) * math.log(f)
-        out[p] = total
-
-
 #: Metropolis steps along a component's scale ridge per sweep (each costs O(1)).
 _RIDGE_STEPS = 16
 
@@ -261,9 +236,81 @@ def _ridge_referenced(F, offsets, m1, m2, lam1, lam2, exposure, alpha, beta, per
                 F[row, r] /= up
 
 
+@njit(cache=True, fastmath=FASTMATH)
+def _label_scores(F, alpha, beta, scores):
+    r"""``scores[r, c]`` :math:`= \sum_a (\alpha_{ac} - 1)\log F_{ar} - \beta_{ac} F_{ar}`.
+
+    :math:`\log q_\sigma(\theta) = \sum_r` ``scores[r, sigma[r]]`` plus a
+    constant that no labelling changes.
+    """
+    R = F.shape[1]
+    for r in range(R):
+        for c in range(R):
+            scores[r, c] = 0.0
+    for a in range(F.shape[0]):
+        for r in range(R):
+            f = F[a, r]
+            log_f = math.log(f)
+            for c in range(R):
+                scores[r, c] += (alpha[a, c] - 1.0) * log_f - beta[a, c] * f
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _labelling_logits(scores, perms, weight, out):
+    """``out[k] = weight * sum_r scores[r, perms[k, r]]`` for every labelling; returns their log-sum-exp."""
+    peak = -np.inf
+    for k in range(perms.shape[0]):
+        total = 0.0
+        for r in range(perms.shape[1]):
+            total += scores[r, perms[k, r]]
+        out[k] = weight * total
+        if out[k] > peak:
+            peak = out[k]
+    acc = 0.0
+    for k in range(perms.shape[0]):
+        acc += math.exp(out[k] - peak)
+    return peak + math.log(acc)
+
+
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def reference_weights(particles, offsets, prior_rates, alpha, beta, perms, exposure, new_exposure, out, slope):
+    r"""The reference-and-prior part of a step's log-weight, and its slope in the exposure.
+
+    With the labelling summed out, the target's non-likelihood part at
+    exposure :math:`s` is :math:`p(\theta)^s \frac{1}{R!}\sum_\sigma q_\sigma(\theta)^{1-s}`.
+    ``out[p]`` is its log-change from ``exposure`` to ``new_exposure`` less
+    the constants (:math:`\Delta s \sum \log\lambda` and
+    :math:`-\Delta s \sum(\alpha\log\beta - \log\Gamma(\alpha))`, added once
+    at the end); ``slope[p]`` is minus its derivative at ``exposure``
+    (:math:`\lambda \sum F + E_{\sigma\mid\theta}[\log q_\sigma]` less the
+    constant), which the search for the next stop uses. ``perms`` holds
+    every labelling, ``(R!, R)``.
+    """
+    n_particles, _, R = particles.shape
+    n_modes = offsets.shape[0] - 1
+    for p in prange(n_particles):
+        F = particles[p]
+        prior = 0.0
+        for m in range(n_modes):
+            lam = prior_rates[m]
+            for a in range(offsets[m], offsets[m + 1]):
+                for r in range(R):
+                    prior += lam * F[a, r]
+        scores = np.empty((R, R))
+        _label_scores(F, alpha, beta, scores)
+        logits = np.empty(perms.shape[0])
+        lse_new = _labelling_logits(scores, perms, 1.0 - new_exposure, logits)
+        lse = _labelling_logits(scores, perms, 1.0 - exposure, logits)
+        mean = 0.0
+        for k in range(perms.shape[0]):
+            mean += math.exp(logits[k] - lse) * logits[k]
+        out[p] = lse_new - lse - (new_exposure - exposure) * prior
+        slope[p] = prior + (mean / (1.0 - exposure) if exposure < 1.0 else 0.0)
+
+
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
 def move_particles_referenced(particles, offsets, idx, counts, prior_rates, alpha, beta, perms, exposure,
-                              n_sweeps, seeds):
+                              n_sweeps, seeds):  # fmt: skip
     r"""``n_sweeps`` Gibbs sweeps of every particle at the referenced target at exposure :math:`s`.
 
     The target is :math:`q_\sigma(\theta)^{1-s}\, p(\theta)^s
@@ -272,9 +319,13 @@ def move_particles_referenced(particles, offsets, idx, counts, prior_rates, alph
     given the sources each factor entry is
     :math:`\mathrm{Gamma}(1 + (1-s)(\alpha - 1) + S,\ (1-s)\beta + s\lambda + s \prod_{m'}\textstyle\sum)`.
     Arguments as :func:`move_particles`, plus the reference's ``alpha``,
-    ``beta`` (``(D, R)``) and each particle's labelling ``perms`` (``(P, R)``).
-    A sweep is the S-step, each mode's draw, then a Metropolis move along
-    every component's scale ridge between consecutive modes.
+    ``beta`` (``(D, R)``) and every labelling of the components, ``perms``
+    (``(R!, R)``). A sweep draws the labelling :math:`\sigma` from its
+    conditional (:math:`\propto q_\sigma(\theta)^{1-s}`), then the S-step, each
+    mode's draw given :math:`\sigma`, and a Metropolis move along every
+    component's scale ridge between consecutive modes. The labelling is
+    redrawn at every sweep, not kept, so the particles' weights can sum it
+    out (:func:`reference_weights`).
     """
     n_particles, n_rows, R = particles.shape
     n_modes = offsets.shape[0] - 1
@@ -282,9 +333,20 @@ def move_particles_referenced(particles, offsets, idx, counts, prior_rates, alph
     for p in prange(n_particles):
         np.random.seed(seeds[p])
         F = particles[p]
-        perm = perms[p]
         stats = np.empty((n_rows, R), dtype=np.int64)
+        scores = np.empty((R, R))
+        logits = np.empty(perms.shape[0])
         for _ in range(n_sweeps):
+            # The labelling from its conditional given the factors, prop. to q_sigma^(1-s).
+            _label_scores(F, alpha, beta, scores)
+            lse = _labelling_logits(scores, perms, w, logits)
+            u = np.random.random()
+            k = 0
+            acc = math.exp(logits[0] - lse)
+            while acc < u and k < perms.shape[0] - 1:
+                k += 1
+                acc += math.exp(logits[k] - lse)
+            perm = perms[k]
             sample_sources(idx, counts, F, stats)
             for m in range(n_modes):
                 rate = _conditional_rate(_mode_sums(F, offsets), m, exposure * prior_rates[m], exposure)
