@@ -107,7 +107,7 @@ def smc_settings(n_counts, rank):
     ~10^5 counts, so the particles set the spread (about the number of
     parameters over the particles, in nats squared).
     """
-    particles = 256 if n_counts < 3e4 else 128
+    particles = 256 if n_counts < 1e4 else 128
     return particles, 8
 
 
