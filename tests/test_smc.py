@@ -407,6 +407,10 @@ def test_estimators_offer_method_smc():
     T = _problem((4, 3, 5), 2, 1)
     cp = PoissonPARAFAC(2, method="smc", n_particles=32, n_smc_runs=2, random_state=0).fit(T)
     assert [F.shape for F in cp.factors_] == [(4, 2), (3, 2), (5, 2)]
+    assert nmf.result_.diagnostics["reference"] == cp.result_.diagnostics["reference"] == "vb"
+    # Above rank 7 the referenced path would sum over too many labellings: the prior's path runs.
+    big = PoissonNMF(8, method="smc", n_particles=8, n_smc_runs=2, random_state=0).fit(np.ones((9, 9), dtype=int))
+    assert big.result_.diagnostics["reference"] == "prior"
 
 
 @pytest.mark.slow

@@ -19,7 +19,8 @@ _PARTS = {
             lag and the quadrature
             (:func:`~skevidence.evidence.referenced_ti_log_evidence`); for the
             SMC, a path of far fewer steps (its estimate is exact either way,
-            see :func:`~skevidence.evidence.smc_log_evidence`). ``"prior"``:
+            see :func:`~skevidence.evidence.smc_log_evidence`; above rank 7
+            the SMC runs from the prior). ``"prior"``:
             from the prior — the papers' STI with SG-MCMC, whose chains lag
             behind the temperature (its error bar covers their Monte-Carlo
             noise only; see the user guide), and Chopin's (2002) data-arrival

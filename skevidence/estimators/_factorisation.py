@@ -131,11 +131,14 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         return self._model(X, n_blocks)
 
     def _smc_log_evidence(self, model, X):
-        from ..evidence.smc import smc_log_evidence
+        from ..evidence.smc import _MAX_REFERENCED_RANK, smc_log_evidence
 
+        # The referenced path sums its weights over all R! labellings; beyond its ranks the prior's path
+        # is the exact one left (result_.diagnostics["reference"] says which ran).
+        reference = self.reference if model.n_components <= _MAX_REFERENCED_RANK else "prior"
         result = smc_log_evidence(
             X, model.n_components, model.prior_rates, n_particles=self.n_particles,
-            n_runs=self.n_smc_runs, reference=self.reference, random_state=self.random_state, verbose=self.verbose,
+            n_runs=self.n_smc_runs, reference=reference, random_state=self.random_state, verbose=self.verbose,
         )
         return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
 

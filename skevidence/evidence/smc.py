@@ -459,6 +459,7 @@ def smc_log_evidence(
         "n_particles": int(n_particles),
         "particles_tried": np.array(tried),
         "n_sweeps": int(n_sweeps),
+        "reference": reference,
     }
     return EvidenceResult(
         log_evidence=estimate, std_error=std_error, method="smc", temperatures=np.empty(0),
