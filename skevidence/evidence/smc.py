@@ -315,7 +315,7 @@ def smc_log_evidence(
         Where the path starts. ``"prior"``: the prior, the path of Chopin
         (2002). ``"vb"``: the mean-field variational fit :math:`q`
         (:func:`~skevidence.evidence.referenced.variational_reference`),
-        symmetrised over the components' labellings (see above; ranks up to
+        symmetrised over the components' labellings (see the module's description; ranks up to
         7): far fewer steps when the data are many.
     n_jobs : int or None, default=None
         Threads the kernels use (parallel over particles); ``None``: all.
