@@ -2,6 +2,8 @@
 
 from numbers import Integral, Real
 
+import warnings
+
 import joblib
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -10,7 +12,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, check_X_y, va
 from .._config import STEP_DECAY
 from ..evidence import ais_log_evidence, exact_log_evidence, sgais_log_evidence, sti_log_evidence
 from ..evidence.sgais import DEFAULT_LEARNING_RATE
-from ..evidence.sti import DEFAULT_BATCH_SIZE
+from ..evidence.sti import DEFAULT_BATCH_SIZE, prepare_finite_data
 from ..samplers import Sampler
 
 __all__ = ["EvidenceEstimatorMixin", "ExactEvidenceMixin"]
@@ -125,7 +127,26 @@ class EvidenceEstimatorMixin:
             return sgais_log_evidence(model, X, y, **self._sgais_params(), verbose=self.verbose)
         if self.method == "ais":
             return ais_log_evidence(model, X, y, **self._ais_params())
-        return sti_log_evidence(model, X, y, **self._sti_params())
+        return sti_log_evidence(self._sti_model(model, X, y), X, y, **self._sti_params())
+
+    def _sti_model(self, model, X, y):
+        """The model STI runs on: ``model``, or with ``reference="laplace"`` the model seen from its Laplace fit."""
+        if getattr(self, "reference", "prior") != "laplace":
+            return model
+        from ..models._referenced import GaussianReferencedModel, laplace_reference
+
+        Xp, yp = prepare_finite_data(model, X, y)[:2]
+        # A fixed start: the fit must not draw from the stream that seeds the chains.
+        found = laplace_reference(model, Xp, yp, random_state=0)
+        if found is None:
+            warnings.warn(
+                f"{type(self).__name__}: no Laplace fit of the posterior (the optimiser failed or its "
+                "Hessian is not negative definite); STI runs from the prior (reference='prior').",
+                UserWarning,
+                stacklevel=4,
+            )
+            return model
+        return GaussianReferencedModel(model, *found, model.n_data(Xp, yp))
 
     def _fit_evidence(self, X, y=None):
         """Set ``result_``, ``log_evidence_``, ``log_evidence_std_`` for the fitted data."""

@@ -302,7 +302,7 @@ def sti_log_evidence(
                 step_sizes[i] = trace.step_size
                 capped[i] = trace.capped_fraction
                 n_evals += trace.n_likelihood_evaluations
-                if trace.prior_draws is not None:
+                if trace.prior_draws is not None and model.reweight_prior_draws:
                     prior = (trace.log_likelihood, trace.prior_draws)
                 posterior_mean = trace.state_mean
             report.update(1, f"t={t:.3g} E[log p(x|θ)]={means[i]:.6g} ± {np.sqrt(variances[i]):.2g}")

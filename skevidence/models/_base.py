@@ -55,6 +55,10 @@ class EvidenceModel:
     #: uses exact prior draws at temperature zero instead of a chain.
     exact_prior_sampling = False
 
+    #: Whether STI may estimate the lowest temperatures by reweighting those
+    #: exact prior draws (while their weights stay even) instead of running chains.
+    reweight_prior_draws = True
+
     #: Boolean mask of parameters constrained to be non-negative, or ``None``.
     nonnegative = None
 

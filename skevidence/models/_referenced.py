@@ -1,0 +1,162 @@
+r"""A model re-read from a Gaussian reference: the referenced path of STI for continuous models.
+
+Thermodynamic integration from the prior follows :math:`p(\theta)\,p(X\mid\theta)^t`;
+when the data are many the chains must cross from the prior to a narrow
+posterior and lag behind the temperature, and a biased SG-MCMC step moves
+every rung of the integrand. From a reference :math:`q` close to the posterior
+(here its Laplace approximation, exactly normalised and exactly sampled) the
+path :math:`q^{1-t}\,(p(\theta)\,p(X\mid\theta))^t` is that of a model whose prior is
+:math:`q` and whose likelihood is :math:`p(X\mid\theta)\,p(\theta)/q(\theta)`: both
+integrate to the same :math:`p(X)`, and the STI driver needs no change. The
+integrand :math:`\log p(X\mid\theta) + \log p(\theta) - \log q(\theta)` is
+constant where the posterior is Gaussian and :math:`q` is its Laplace fit, so
+neither the chains' lag nor their step-size bias moves it to first order
+(generalised stepping-stone sampling, Fan et al. 2011; "referenced TI",
+Hawryluk et al. 2023).
+"""
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ._base import EvidenceModel
+
+__all__ = ["GaussianReferencedModel", "laplace_reference"]
+
+
+def _full_gradient(model, theta, X, y):
+    """:math:`\\log p(\\theta) + \\log p(X \\mid \\theta)` and its gradient, on all the data."""
+    log_lik, grad = model.log_likelihood_and_grad(theta, X, y)
+    return float(np.sum(log_lik)) + float(model.log_prior(theta)), grad + model.grad_log_prior(theta)
+
+
+def laplace_reference(model, X, y=None, *, random_state=None):
+    r"""The Laplace approximation of the posterior: ``(mean, covariance)``, or ``None``.
+
+    The mode of :math:`\log p(\theta) + \log p(X\mid\theta)` by L-BFGS from a
+    prior draw, the Hessian by central differences of the gradient. ``None``
+    when the optimiser fails or the Hessian is not negative definite (no
+    Gaussian reference then; the caller keeps the prior path).
+
+    Parameters
+    ----------
+    model : EvidenceModel
+        With ``log_likelihood_and_grad``, ``log_prior`` and ``grad_log_prior``.
+    X, y : ndarray
+        Data prepared by ``model.prepare_data``.
+    random_state : int, Generator or None
+        Seed of the starting point.
+    """
+    rng = np.random.default_rng(random_state)
+    start = np.asarray(model.initial_params(rng), dtype=np.float64).reshape(-1)
+
+    def objective(theta):
+        value, grad = _full_gradient(model, theta, X, y)
+        return -value, -grad
+
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        found = minimize(objective, start, jac=True, method="L-BFGS-B", options=dict(maxiter=2000, gtol=1e-9))
+        mode = found.x
+        if not np.all(np.isfinite(mode)):
+            return None
+        d = mode.size
+        hessian = np.empty((d, d))
+        for j in range(d):
+            h = 1e-5 * max(1.0, abs(mode[j]))
+            step = np.zeros(d)
+            step[j] = h
+            hessian[:, j] = (_full_gradient(model, mode + step, X, y)[1]
+                             - _full_gradient(model, mode - step, X, y)[1]) / (2.0 * h)
+    precision = -(hessian + hessian.T) / 2.0
+    if not np.all(np.isfinite(precision)):
+        return None
+    try:
+        chol = np.linalg.cholesky(precision)
+    except np.linalg.LinAlgError:
+        return None
+    cov = np.linalg.inv(chol).T @ np.linalg.inv(chol)
+    return mode, (cov + cov.T) / 2.0
+
+
+class GaussianReferencedModel(EvidenceModel):
+    r"""``model`` seen from a Gaussian reference :math:`q = \mathcal{N}(\mu, LL^T)`, in whitened coordinates.
+
+    The parameters are :math:`z`, :math:`\theta = \mu + Lz`; the prior is
+    :math:`\mathcal{N}(0, I)` (that is, :math:`q`) and the likelihood
+    :math:`p(X\mid\theta)\,p(\theta)/q(\theta)`. Its evidence is the evidence of
+    ``model``; STI on it follows the referenced path from :math:`q`, and in
+    :math:`z` every target of the path is close to a standard normal, the
+    scale the samplers' default steps assume. The factor :math:`p/q` is not a
+    term of any row: each row carries a :math:`1/N` share of it, so that a
+    minibatch scaled by :math:`N/N_s` carries the whole.
+
+    Parameters
+    ----------
+    model : EvidenceModel
+        The model (the generic chain runner is used).
+    mean : ndarray of shape (n_params,)
+    cov : ndarray of shape (n_params, n_params)
+    n_data : int
+        :math:`N`, the number of rows of the prepared data.
+    """
+
+    exact_prior_sampling = True
+    #: From the reference the integrand barely varies over q's draws, but each
+    #: draw's minibatch estimate of it is noisy; weights p(x|z)^t of such draws
+    #: follow the noise and were measured to lift the lowest rungs by up to 120
+    #: nats (0.2 nats of the evidence). Chains are run at every t > 0 instead.
+    reweight_prior_draws = False
+
+    def __init__(self, model, mean, cov, n_data):
+        self.model = model
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.chol = np.linalg.cholesky(np.asarray(cov, dtype=np.float64))
+        self.n_data_total = int(n_data)
+        d = self.mean.size
+        # log q(theta) = log N(z; 0, I) - log |L|.
+        self._log_det = float(np.log(np.diag(self.chol)).sum())
+        self._log_norm = -0.5 * d * np.log(2.0 * np.pi)
+
+    @property
+    def n_params(self):
+        return self.mean.size
+
+    def theta(self, z):
+        """The model's parameters at whitened ``z``."""
+        return self.mean + self.chol @ z
+
+    def prepare_data(self, X, y=None):
+        return self.model.prepare_data(X, y)
+
+    def n_data(self, X, y=None):
+        return self.model.n_data(X, y)
+
+    def log_prior(self, z):
+        return self._log_norm - 0.5 * float(z @ z)
+
+    def grad_log_prior(self, z):
+        return -np.asarray(z, dtype=np.float64)
+
+    def _log_ratio(self, z, theta):
+        r""":math:`\log p(\theta) - \log q(\theta)` and its gradient in ``z``."""
+        value = float(self.model.log_prior(theta)) - (self.log_prior(z) - self._log_det)
+        return value, self.chol.T @ self.model.grad_log_prior(theta) + z
+
+    def log_likelihood(self, z, X, y=None):
+        theta = self.theta(z)
+        log_lik = np.asarray(self.model.log_likelihood(theta, X, y), dtype=np.float64)
+        return log_lik + self._log_ratio(z, theta)[0] / self.n_data_total
+
+    def log_likelihood_and_grad(self, z, X, y=None):
+        theta = self.theta(z)
+        log_lik, grad = self.model.log_likelihood_and_grad(theta, X, y)
+        log_lik = np.asarray(log_lik, dtype=np.float64)
+        ratio, ratio_grad = self._log_ratio(z, theta)
+        share = log_lik.shape[0] / self.n_data_total
+        return log_lik + ratio / self.n_data_total, self.chol.T @ grad + share * ratio_grad
+
+    def sample_prior(self, rng, size=None):
+        shape = self.mean.size if size is None else (int(size), self.mean.size)
+        return rng.standard_normal(shape)
+
+    def initial_params(self, rng):
+        return self.sample_prior(rng)

@@ -1,0 +1,105 @@
+"""STI from a Laplace reference for the continuous models: the wrapped model against finite differences
+and the estimators' defaults against the closed-form evidence."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from skevidence import BayesianLinearRegression, GaussianAdditiveModel
+from skevidence.models import LinearGaussian
+from skevidence.models._referenced import GaussianReferencedModel, laplace_reference
+
+
+def _regression(seed, n=5000, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X @ rng.normal(size=d) + rng.normal(size=n)
+
+
+def _wrapped(seed=0, n=300):
+    X, y = _regression(seed, n=n, d=3)
+    model = LinearGaussian(3)
+    Xp, yp = model.prepare_data(X, y)
+    mean, cov = laplace_reference(model, Xp, yp, random_state=0)
+    return model, GaussianReferencedModel(model, mean, cov, Xp.shape[0]), Xp, yp
+
+
+def test_laplace_fit_of_a_gaussian_posterior_is_the_posterior():
+    model, _, Xp, yp = _wrapped()
+    mean, cov = laplace_reference(model, Xp, yp, random_state=1)
+    precision = Xp.T @ Xp / model.noise_var + np.eye(Xp.shape[1]) / model.prior_var
+    np.testing.assert_allclose(mean, np.linalg.solve(precision, Xp.T @ yp / model.noise_var), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(cov, np.linalg.inv(precision), rtol=1e-4)
+
+
+def test_wrapped_gradient_matches_finite_differences():
+    _, wrapped, Xp, yp = _wrapped()
+    z = np.random.default_rng(2).normal(size=wrapped.n_params)
+    rows = slice(0, 40)
+    log_lik, grad = wrapped.log_likelihood_and_grad(z, Xp[rows], yp[rows])
+    h = 1e-6
+    for j in range(z.size):
+        step = np.zeros_like(z)
+        step[j] = h
+        numeric = (wrapped.log_likelihood(z + step, Xp[rows], yp[rows]).sum()
+                   - wrapped.log_likelihood(z - step, Xp[rows], yp[rows]).sum()) / (2 * h)
+        assert numeric == pytest.approx(grad[j], rel=1e-5, abs=1e-6)
+    assert wrapped.grad_log_prior(z) == pytest.approx(-z)
+
+
+def test_wrapped_model_has_the_same_evidence():
+    """prior_z(z) * likelihood(z) summed over rows = p(theta) p(y | theta) times |L|: the same integral."""
+    model, wrapped, Xp, yp = _wrapped()
+    z = np.random.default_rng(3).normal(size=wrapped.n_params)
+    theta = wrapped.theta(z)
+    joint = wrapped.log_prior(z) + wrapped.log_likelihood(z, Xp, yp).sum()
+    log_det = np.log(np.diag(wrapped.chol)).sum()
+    assert joint == pytest.approx(model.log_prior(theta) + model.log_likelihood(theta, Xp, yp).sum() + log_det)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_defaults_match_the_closed_form(seed):
+    X, y = _regression(seed)
+    reg = BayesianLinearRegression(random_state=seed).fit(X, y)
+    assert abs(reg.log_evidence_ - reg.exact_log_evidence(X, y)) < 4 * reg.log_evidence_std_
+    x = np.random.default_rng(seed).normal(1.0, 1.5, size=(1000, 1))
+    gam = GaussianAdditiveModel(random_state=seed).fit(x)
+    assert abs(gam.log_evidence_ - gam.exact_log_evidence(x)) < 4 * gam.log_evidence_std_
+
+
+@pytest.mark.slow
+def test_defaults_match_the_closed_form_for_eight_seeds():
+    """The issue's check: both estimators at their defaults, 8 seeds each, within 4 stated SEs.
+
+    From the prior, pSGLD was 4.1-6.6 nats low on these regressions (z -2.2 to -3.7).
+    """
+    for seed in range(8):
+        X, y = _regression(seed)
+        reg = BayesianLinearRegression(random_state=seed).fit(X, y)
+        assert abs(reg.log_evidence_ - reg.exact_log_evidence(X, y)) < 4 * reg.log_evidence_std_, seed
+        x = np.random.default_rng(seed).normal(1.0, 1.5, size=(1000, 1))
+        gam = GaussianAdditiveModel(random_state=seed).fit(x)
+        assert abs(gam.log_evidence_ - gam.exact_log_evidence(x)) < 4 * gam.log_evidence_std_, seed
+
+
+def test_prior_reference_keeps_the_papers_path():
+    X, y = _regression(0, n=500)
+    kwargs = dict(n_samples=300, n_burnin=100, temperatures=5, random_state=0)
+    laplace = BayesianLinearRegression(**kwargs).fit(X, y)
+    prior = BayesianLinearRegression(reference="prior", **kwargs).fit(X, y)
+    assert laplace.log_evidence_ != prior.log_evidence_
+
+
+def test_failed_laplace_fit_falls_back_to_the_prior_path(monkeypatch):
+    import skevidence.models._referenced as referenced
+
+    monkeypatch.setattr(referenced, "laplace_reference", lambda *args, **kwargs: None)
+    X, y = _regression(0, n=500)
+    kwargs = dict(n_samples=300, n_burnin=100, temperatures=5, random_state=0)
+    with pytest.warns(UserWarning, match="no Laplace fit"):
+        fallback = BayesianLinearRegression(**kwargs).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prior = BayesianLinearRegression(reference="prior", **kwargs).fit(X, y)
+    assert fallback.log_evidence_ == prior.log_evidence_
