@@ -61,8 +61,7 @@ class GaussianAdditiveModel(
         :math:`q^{1-t}(p(\theta)\,p(\cdot\mid\theta))^t` has an integrand that is
         constant where the posterior is Gaussian, so neither the chains' lag
         nor the step-size bias of SG-MCMC moves it (the posterior of this
-        model is Gaussian). ``"prior"``: the papers' path from the prior,
-        whose pSGLD chains were measured 4-7 nats low on N = 5000 rows.
+        model is Gaussian). ``"prior"``: the papers' path from the prior.
     temperatures : int or array-like, default=20
         Ladder of STI (see :func:`~skevidence.sti_log_evidence`), also used
         by ``method="ais"``, which needs hundreds.
