@@ -103,3 +103,11 @@ def test_failed_laplace_fit_falls_back_to_the_prior_path(monkeypatch):
         warnings.simplefilter("ignore")
         prior = BayesianLinearRegression(reference="prior", **kwargs).fit(X, y)
     assert fallback.log_evidence_ == prior.log_evidence_
+
+
+def test_constrained_model_is_refused():
+    class Positive(LinearGaussian):
+        nonnegative = True
+
+    with pytest.raises(ValueError, match="non-negative parameters"):
+        GaussianReferencedModel(Positive(2), np.zeros(3), np.eye(3), 10)

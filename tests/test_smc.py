@@ -49,15 +49,21 @@ def naive_next_stop(log_v, times, s, total_v, sum_log_v, min_log_ess, must_add):
     return accepted, new_sum
 
 
-def naive_sweep(F, offsets, idx, arrived, rates, exposure, rng):
-    """One Gibbs sweep at the exposure-s target, in NumPy: sources, each mode's factor, no scale move."""
-    n_modes = offsets.shape[0] - 1
+def naive_sources(F, idx, arrived, rng):
+    """The S-step in NumPy: each entry's arrived units split over the components, summed per factor row."""
     stats_ = np.zeros(F.shape)
     for e in np.flatnonzero(arrived):
         q = np.prod(F[idx[e]], axis=0)
         alloc = rng.multinomial(arrived[e], q / q.sum())
-        for m in range(n_modes):
+        for m in range(idx.shape[1]):
             stats_[idx[e, m]] += alloc
+    return stats_
+
+
+def naive_sweep(F, offsets, idx, arrived, rates, exposure, rng):
+    """One Gibbs sweep at the exposure-s target, in NumPy: sources, each mode's factor, no scale move."""
+    n_modes = offsets.shape[0] - 1
+    stats_ = naive_sources(F, idx, arrived, rng)
     for m in range(n_modes):
         sums = np.stack([F[a:b].sum(axis=0) for a, b in zip(offsets[:-1], offsets[1:])])
         rate = rates[m] + exposure * np.prod(np.delete(sums, m, axis=0), axis=0)
@@ -86,12 +92,7 @@ def naive_referenced_sweep(F, offsets, idx, arrived, rates, alpha, beta, perms, 
     w = 1.0 - exposure
     log_q = [np.sum((alpha[:, perm] - 1.0) * np.log(F) - beta[:, perm] * F) for perm in perms]
     perm = perms[rng.choice(len(perms), p=softmax(w * np.array(log_q)))]
-    stats_ = np.zeros(F.shape)
-    for e in np.flatnonzero(arrived):
-        q = np.prod(F[idx[e]], axis=0)
-        alloc = rng.multinomial(arrived[e], q / q.sum())
-        for m in range(n_modes):
-            stats_[idx[e, m]] += alloc
+    stats_ = naive_sources(F, idx, arrived, rng)
     for m in range(n_modes):
         sums = np.stack([F[a:b].sum(axis=0) for a, b in zip(offsets[:-1], offsets[1:])])
         rows = slice(offsets[m], offsets[m + 1])

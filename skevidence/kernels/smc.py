@@ -200,7 +200,9 @@ def _ridge_referenced(F, offsets, m1, m2, lam1, lam2, exposure, alpha, beta, per
     :math:`A` the summed shapes :math:`1 + (1 - s)(\alpha - 1)` and
     :math:`a, b` the summed rates :math:`(1 - s)\beta + s\lambda` times the
     factors of each mode (the shapes' :math:`-1` cancels the Jacobian of the
-    scaling). Its curvature is at least :math:`2\sqrt{ab}`, which sets the step.
+    scaling). Its curvature at the mode, :math:`\sqrt{(A_1 - A_2)^2 + 4ab}`, is
+    the same all along the ridge and sets the step of ``_RIDGE_STEPS``
+    random-walk steps, each O(1) since :math:`a, b` scale with :math:`e^{\pm u}`.
     """
     w = 1.0 - exposure
     for r in range(F.shape[1]):
@@ -215,8 +217,7 @@ def _ridge_referenced(F, offsets, m1, m2, lam1, lam2, exposure, alpha, beta, per
         for row in range(offsets[m2], offsets[m2 + 1]):
             shape2 += 1.0 + w * (alpha[row, c] - 1.0)
             b += (w * beta[row, c] + exposure * lam2) * F[row, r]
-        # The curvature at the mode, sqrt(d^2 + 4ab), is the same at every point of the ridge (ab is):
-        # a symmetric random walk, whose steps cost O(1) since a and b scale with e^u and e^-u.
+        # ab, hence the step, is the same all along the ridge: the walk is symmetric.
         d = shape1 - shape2
         step = SCALE_STEP / math.sqrt(math.sqrt(d * d + 4.0 * a * b) + 1e-300)
         total = 0.0

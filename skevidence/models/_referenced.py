@@ -34,8 +34,10 @@ def laplace_reference(model, X, y=None, *, random_state=None):
 
     The mode of :math:`\log p(\theta) + \log p(X\mid\theta)` by L-BFGS from a
     prior draw, the Hessian by central differences of the gradient. ``None``
-    when the optimiser fails or the Hessian is not negative definite (no
-    Gaussian reference then; the caller keeps the prior path).
+    when the point found is not finite or the Hessian there is not negative
+    definite (no Gaussian reference then; the caller keeps the prior path).
+    An optimiser that stops short of the mode is not refused: any normalised
+    Gaussian is a valid reference, a poorer one only lengthens the path.
 
     Parameters
     ----------
@@ -107,6 +109,11 @@ class GaussianReferencedModel(EvidenceModel):
     reweight_prior_draws = False
 
     def __init__(self, model, mean, cov, n_data):
+        if model.nonnegative is not None and np.any(model.nonnegative):
+            raise ValueError(
+                f"{type(model).__name__} has non-negative parameters; a Gaussian reference would put "
+                "mass where its prior has none. Use reference='prior'."
+            )
         self.model = model
         self.mean = np.asarray(mean, dtype=np.float64)
         self.chol = np.linalg.cholesky(np.asarray(cov, dtype=np.float64))
