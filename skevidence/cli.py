@@ -1,8 +1,9 @@
 """The ``skevidence`` command line: choose the NMF rank of a recording's spectrogram.
 
 ``skevidence nmf-rank [FILE ...]`` reads one or more recordings (or, with no
-file, the clip bundled with the package), computes their magnitude
-spectrogram with :class:`~skevidence.audio.SpectrogramTransformer`, runs
+file, the clip bundled with the package), computes their power spectrogram
+(magnitudes with ``--likelihood poisson``) with
+:class:`~skevidence.audio.SpectrogramTransformer`, runs
 :class:`~skevidence.BayesianNMFRankSelector` over the candidate ranks and
 prints a table of log-evidence ± standard error and posterior probability per
 rank, then the chosen rank. ``--plot`` draws the evidence curve
@@ -83,14 +84,23 @@ def _build_parser():
     nmf.add_argument("--hop-length", type=_positive_int, default=None, help="hop (samples); default n_fft // 2")
     nmf.add_argument("--window", default="hamming", help="window name for scipy.signal.get_window")
     nmf.add_argument(
+        "--likelihood", choices=("exponential", "gamma", "poisson"), default="exponential",
+        help="density of the spectrogram given WH: 'exponential' (default) models the power spectrogram "
+        "|STFT|^2 (Itakura-Saito NMF), so the rank does not depend on the recording's level; 'gamma' "
+        "with --likelihood-shape; 'poisson' reads magnitudes as counts at --scale (the papers' model)",
+    )
+    nmf.add_argument("--likelihood-shape", type=_positive_float, default=1.0,
+                     help="shape of the Gamma likelihood (--likelihood gamma)")
+    nmf.add_argument(
         "--scale", type=_positive_float, default=DEFAULT_SCALE,
         help="factor on the 16-bit sample units before the STFT; the Poisson likelihood reads "
-        "magnitudes as counts, so a larger scale favours larger ranks",
+        "magnitudes as counts, so a larger scale favours larger ranks (with the exponential and Gamma "
+        "likelihoods and --prior-rate auto it shifts every rank's log-evidence by the same constant)",
     )
     nmf.add_argument(
         "--prior-rate", type=_prior_rate, default="auto",
-        help="rate of the exponential priors on both factors; 'auto' is 1/sqrt(mean of the "
-        "spectrogram), so that a rank-1 model's prior mean intensity equals the data's mean",
+        help="rate of the exponential priors on both factors; 'auto' is sqrt(rank / mean of the "
+        "spectrogram), so that every rank's prior mean of WH equals the data's mean",
     )
     nmf.add_argument(
         "--reference", choices=("vb", "prior"), default="vb",
@@ -170,22 +180,31 @@ def _decision(selector):
 def _nmf_rank(args, out):
     from .audio import SpectrogramTransformer
     from .estimators import BayesianNMFRankSelector
+    from .models import auto_prior_rate
 
     paths, waveforms, rate = _load(args.files)
+    # The Gamma family models powers; Poisson reads magnitudes as counts.
+    power = 1.0 if args.likelihood == "poisson" else 2.0
     spectrogram = SpectrogramTransformer(
         n_fft=args.n_fft, hop_length=args.hop_length, window=args.window, scale=32768.0 * args.scale,
-        sample_rate=rate,
+        power=power, sample_rate=rate,
     )
     X = spectrogram.fit_transform(waveforms)  # refuses a silent recording
     mean = float(X.mean())
-    prior_rate = 1.0 / math.sqrt(mean) if args.prior_rate == "auto" else args.prior_rate
-
+    prior_rate = args.prior_rate
+    if prior_rate == "auto":
+        rates = {int(r): auto_prior_rate(X, r) for r in args.ranks}
+        rate_text = "auto (" + ", ".join(f"{v:.4g} at rank {r}" for r, v in rates.items()) + ")"
+    else:
+        rates = {int(r): prior_rate for r in args.ranks}
+        rate_text = f"{prior_rate:.4g}"
+    shape_text = f" shape {args.likelihood_shape:g}" if args.likelihood == "gamma" else ""
     names = ", ".join(p.name for p in paths)
     print(f"skevidence nmf-rank: {names}", file=out)
     print(
-        f"spectrogram {X.shape[0]} frames x {X.shape[1]} bins ({rate:g} Hz, n_fft={args.n_fft}, "
-        f"hop={spectrogram.hop_length_}, {args.window}), scale={args.scale:g}, mean={mean:.4g}, "
-        f"prior rate={prior_rate:.4g}",
+        f"{'power' if power == 2.0 else 'magnitude'} spectrogram {X.shape[0]} frames x {X.shape[1]} bins "
+        f"({rate:g} Hz, n_fft={args.n_fft}, hop={spectrogram.hop_length_}, {args.window}), "
+        f"scale={args.scale:g}, mean={mean:.4g}; {args.likelihood}{shape_text} likelihood, prior rate={rate_text}",
         file=out,
     )
     chain = {name: getattr(args, name) for name in PRIOR_CHAIN}
@@ -199,8 +218,9 @@ def _nmf_rank(args, out):
     else:
         chain = {name: VB_CHAIN[name] if value is None else value for name, value in chain.items()}
         limit = f"refining for at most {args.max_time:g} s a rank and pass"
+        fit = "variational Bayes" if args.likelihood == "poisson" else "a Laplace fit"
         print(
-            f"TI referenced by variational Bayes, Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for "
+            f"TI referenced by {fit}, Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for "
             f"every rank in the running ({limit}), seed {args.seed}",
             file=out, flush=True,
         )
@@ -208,7 +228,8 @@ def _nmf_rank(args, out):
     selector = BayesianNMFRankSelector(
         ranks=tuple(args.ranks), prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed,
         verbose=0 if args.quiet else 1, reference=args.reference, tol=args.tol, max_time=args.max_time,
-        sampler=args.sampler, **chain, memory=None if args.cache is None else str(args.cache),
+        sampler=args.sampler, likelihood=args.likelihood, likelihood_shape=args.likelihood_shape, **chain,
+        memory=None if args.cache is None else str(args.cache),
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -238,7 +259,11 @@ def _nmf_rank(args, out):
             "shape": list(X.shape),
             "sample_rate": rate,
             "scale": args.scale,
+            "likelihood": args.likelihood,
+            "likelihood_shape": args.likelihood_shape if args.likelihood == "gamma" else None,
+            "power": power,
             "prior_rate": prior_rate,
+            "prior_rates": [rates[int(r)] for r in selector.ranks_],
             "ranks": [int(r) for r in selector.ranks_],
             "log_evidence": _finite_or_none(selector.log_evidence_),
             "log_evidence_std": _finite_or_none(selector.log_evidence_std_),

@@ -16,7 +16,8 @@ from skevidence.cli import main
 from skevidence.datasets import example_audio_path
 
 #: Small settings: the point is the plumbing, not the evidence.
-FAST = ["--ranks", "1", "2", "--reference", "prior", "--temperatures", "3", "--n-samples", "120", "--n-burnin", "40",
+FAST = ["--ranks", "1", "2", "--likelihood", "poisson", "--reference", "prior", "--temperatures", "3", "--n-samples", "120",
+        "--n-burnin", "40",
         "-q"]
 
 
@@ -35,7 +36,8 @@ def test_nmf_rank_on_the_bundled_clip_matches_the_selector(tmp_path):
     x, rate = load_audio(example_audio_path())
     X = SpectrogramTransformer(scale=32768.0 * record["scale"], sample_rate=rate).fit_transform(x)
     assert record["shape"] == list(X.shape)
-    assert record["prior_rate"] == pytest.approx(1.0 / np.sqrt(X.mean()), rel=1e-12)
+    assert record["prior_rate"] == "auto" and record["likelihood"] == "poisson" and record["power"] == 1.0
+    np.testing.assert_allclose(record["prior_rates"], [np.sqrt(r / X.mean()) for r in (1, 2)], rtol=1e-12)
     selector = BayesianNMFRankSelector(
         ranks=(1, 2), prior_rate=record["prior_rate"], random_state=0, temperatures=3, n_samples=120,
         n_burnin=40, reference="prior"
@@ -48,6 +50,30 @@ def test_nmf_rank_on_the_bundled_clip_matches_the_selector(tmp_path):
     assert [int(r[0]) for r in rows] == [1, 2]
     assert float(rows[0][1]) == pytest.approx(selector.log_evidence_[0], abs=0.06)
     assert f"chosen rank: {selector.best_rank_}" in run.stdout
+
+
+def test_nmf_rank_default_model_does_not_depend_on_the_level(tmp_path):
+    """The default (exponential likelihood of the power spectrogram, prior 'auto'): the same rank at -40 dB."""
+    rate, samples = wavfile.read(example_audio_path())
+    quiet = tmp_path / "quiet.wav"
+    # A float WAV: 16-bit rounding at -40 dB would add noise the louder file does not have.
+    wavfile.write(quiet, rate, (samples / 32768.0 * 0.01).astype(np.float32))
+    records = []
+    for i, files in enumerate(([], [str(quiet)])):
+        out = tmp_path / f"out{i}.json"
+        run = _cli("nmf-rank", *files, "--ranks", "1", "2", "4", "--n-samples", "100", "--max-time", "5", "-q",
+                   "--json", str(out))
+        assert run.returncode == 0, run.stderr
+        records.append(json.loads(out.read_text()))
+        assert "exponential likelihood" in run.stdout
+    loud, soft = records
+    assert loud["likelihood"] == soft["likelihood"] == "exponential" and loud["power"] == 2.0
+    assert loud["best_rank"] == soft["best_rank"]
+    # The differences between ranks agree within the stated errors.
+    diff = np.diff(loud["log_evidence"]) - np.diff(soft["log_evidence"])
+    se = np.hypot(np.hypot(loud["log_evidence_std"][1:], loud["log_evidence_std"][:-1]),
+                  np.hypot(soft["log_evidence_std"][1:], soft["log_evidence_std"][:-1]))
+    assert np.all(np.abs(diff) <= 3.0 * se)
 
 
 def test_nmf_rank_plot_and_several_files(tmp_path):

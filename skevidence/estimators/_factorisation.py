@@ -142,6 +142,21 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         )
         return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
 
+    def _likelihood(self):
+        """``(name, shape)`` of the estimator's likelihood (the CP estimators without one are Poisson)."""
+        return getattr(self, "likelihood", "poisson"), getattr(self, "likelihood_shape", 1.0)
+
+    def _check_method_supports_likelihood(self):
+        likelihood = self._likelihood()[0]
+        if likelihood == "poisson":
+            return
+        if self.method != "sti" or self.reference != "vb":
+            raise ValueError(
+                f"likelihood={likelihood!r} is estimated by referenced TI only (method='sti', reference='vb'); "
+                f"got method={self.method!r}, reference={self.reference!r}. Chib's method and the SMC rest on "
+                "the Poisson likelihood's latent counts, and the prior path's SG-MCMC kernels are Poisson only."
+            )
+
     def _referenced_log_evidence(self, model, X):
         from ..evidence.referenced import referenced_ti_log_evidence
 
@@ -162,12 +177,13 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
             )
         result = referenced_ti_log_evidence(
             X, model.n_components, model.prior_rates, n_temperatures=int(K), n_burnin=chain["n_burnin"],
-            n_keep=n_keep, tol=self.tol, max_time=self.max_time, random_state=self.random_state,
-            verbose=self.verbose,
+            n_keep=n_keep, tol=self.tol, max_time=self.max_time, likelihood=self._likelihood()[0],
+            likelihood_shape=self._likelihood()[1], random_state=self.random_state, verbose=self.verbose,
         )
         return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
 
     def _evidence(self, model, X, y):
+        self._check_method_supports_likelihood()
         if self.method == "chib":
             return self._chib_log_evidence(model, X)
         if self.method == "smc":

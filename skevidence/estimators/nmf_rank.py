@@ -14,7 +14,7 @@ __all__ = ["BayesianNMFRankSelector"]
 
 #: PoissonNMF parameters the selector passes through unchanged.
 _NMF_PARAMS = (
-    "prior_rate", "method", "reference", "tol", "max_time", "n_blocks", "sampler", "prior_rate_h", "temperatures", "ladder",
+    "prior_rate", "likelihood", "likelihood_shape", "method", "reference", "tol", "max_time", "n_blocks", "sampler", "prior_rate_h", "temperatures", "ladder",
     "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
     "random_state",
 )  # fmt: skip
@@ -22,7 +22,7 @@ _NMF_PARAMS = (
 
 @fill_doc
 class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator):
-    """Select the rank of a Poisson NMF by its Bayesian evidence.
+    """Select the rank of a Bayesian NMF (Poisson, exponential or Gamma entries) by its evidence.
 
     Fits :class:`PoissonNMF` for every rank in ``ranks`` on all the data (an
     :class:`EvidenceGridSearch` over ``n_components``, ranks in parallel with
@@ -37,8 +37,9 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     ----------
     ranks : sequence of int, default=(1, 2, 4, 8, 16)
         Candidate ranks; each at least 1 and at most ``min(n_samples, n_features)``.
-    prior_rate : float, default=1.0
-        Rate of the exponential priors (see :class:`PoissonNMF`).
+    prior_rate : float or "auto", default=1.0
+        Rate of the exponential priors (see :class:`PoissonNMF`); ``"auto"``
+        follows the data's scale, rank by rank.
     method : {"sti", "chib", "smc"}, default="sti"
         Evidence method (see the model estimator).
     %(reference_parameters)s
@@ -50,6 +51,10 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         and with Chib's method, while pSGLD can stall near zero and fall
         hundreds of nats low (read the :ref:`accuracy notes <nmf>`).
     %(selector_chain_parameters)s
+    likelihood, likelihood_shape
+        The density of an entry given :math:`WH` (see :class:`PoissonNMF`):
+        ``likelihood="exponential"`` with ``prior_rate="auto"`` on a power
+        spectrogram chooses a rank that does not depend on the recording's level.
     n_blocks, prior_rate_h, temperatures, ladder, step_size, step_decay, \
 n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         Passed to every :class:`PoissonNMF` (see there).
@@ -96,6 +101,8 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         random_state=None,
         verbose=0,
         *,
+        likelihood="poisson",
+        likelihood_shape=1.0,
         reference="vb",
         tol=DEFAULT_TOL,
         max_time=None,
@@ -122,6 +129,8 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.likelihood = likelihood
+        self.likelihood_shape = likelihood_shape
         self.reference = reference
         self.tol = tol
         self.max_time = max_time

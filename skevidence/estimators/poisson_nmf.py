@@ -6,9 +6,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..models._factorisation import auto_prior_rate, make_likelihood
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
@@ -18,6 +19,23 @@ __all__ = ["PoissonNMF"]
 
 #: Multiplicative updates of the row-wise MAP solve in ``transform``.
 _TRANSFORM_ITER = 200
+
+
+def _gamma_map_activations(X, H, lam_w, kappa):
+    r"""Row-wise MAP ``W`` of the Gamma likelihood with ``H`` fixed: the Itakura–Saito multiplicative updates.
+
+    The objective :math:`\kappa\sum(\log V + X/V) + \lambda_w\sum W` is
+    split into the positive and negative parts of its gradient; the exponent
+    1/2 makes the updates decrease it (Févotte and Idier 2011).
+    """
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    tiny = np.finfo(np.float64).tiny
+    # A start whose WH has the data's mean.
+    W = np.full((X.shape[0], H.shape[0]), max(float(X.mean()), tiny) / max(H.shape[0] * float(H.mean()), tiny))
+    for _ in range(_TRANSFORM_ITER):
+        V = np.maximum(W @ H, tiny)
+        W *= np.sqrt((kappa * (X / V**2) @ H.T) / (kappa * (1.0 / V) @ H.T + lam_w))
+    return W
 
 
 @fill_doc
@@ -41,9 +59,15 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     ----------
     n_components : int, default=1
         Rank :math:`R`.
-    prior_rate : float, default=1.0
+    prior_rate : float or "auto", default=1.0
         Rate :math:`\lambda_w` of the exponential prior on ``W`` (and on
-        ``H`` unless ``prior_rate_h`` is given).
+        ``H`` unless ``prior_rate_h`` is given). ``"auto"`` follows the
+        scale of the data being scored: :math:`\lambda = \sqrt{R / \bar x}`,
+        so that the prior mean of :math:`WH` is the data's mean at every rank
+        (:func:`~skevidence.models.auto_prior_rate`; with the exponential or
+        Gamma likelihood, scaling ``X`` by :math:`c` then shifts every rank's
+        log-evidence by the same :math:`-IJ\log c`). The rates used are
+        ``prior_rates_``.
     method : {"sti", "chib", "smc"}, default="sti"
         STI (:func:`~skevidence.sti_log_evidence`), Chib's method
         (:func:`~skevidence.evidence.chib_log_evidence_nmf`) or the
@@ -58,6 +82,19 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         SG-MCMC update rule. ``"logsgld"`` (SGLD on :math:`\log W, \log H`
         with a fixed data-given preconditioner) is the one that agrees with
         the closed-form rank-1 evidence; see the user guide.
+    likelihood : {"poisson", "exponential", "gamma"}, default="poisson"
+        Density of an entry given its mean :math:`V = WH`. ``"poisson"`` is
+        the papers' model of counts. ``"exponential"`` reads ``X`` as a power
+        spectrogram :math:`|\mathrm{STFT}|^2`, Exponential of mean
+        :math:`V` (the composite Gaussian model, whose maximum likelihood is
+        Itakura–Saito NMF; Févotte, Bertin and Durrieu 2009): a density of
+        real values, so the chosen rank does not depend on the recording's
+        level. ``"gamma"``: Gamma of shape ``likelihood_shape`` and mean
+        :math:`V` (powers averaged over frames or channels). The exponential
+        and Gamma likelihoods are estimated by referenced TI only
+        (``method="sti"``, ``reference="vb"``), from a Laplace reference.
+    likelihood_shape : float, default=1.0
+        Shape :math:`\kappa` of the Gamma likelihood (``likelihood="gamma"``).
     prior_rate_h : float or None, default=None
         Rate :math:`\lambda_h` of the prior on ``H``; ``None`` means ``prior_rate``.
     %(sti_parameters)s
@@ -71,6 +108,8 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     %(evidence_attributes)s
     components_ : ndarray of shape (n_components, n_features)
         Posterior mean of ``H`` (at :math:`t = 1` for STI).
+    prior_rates_ : tuple of float
+        The prior rates :math:`(\lambda_w, \lambda_h)` used (``"auto"`` resolved).
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -100,8 +139,10 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "prior_rate": [Interval(Real, 0, None, closed="neither")],
+        "prior_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "prior_rate_h": [Interval(Real, 0, None, closed="neither"), None],
+        "likelihood": [StrOptions({"poisson", "exponential", "gamma"})],
+        "likelihood_shape": [Interval(Real, 0, None, closed="neither")],
         **CP_PARAMETER_CONSTRAINTS,
     }
 
@@ -113,6 +154,8 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         n_blocks="auto",
         sampler=CP_SAMPLER,
         *,
+        likelihood="poisson",
+        likelihood_shape=1.0,
         prior_rate_h=None,
         temperatures="auto",
         ladder=STI_DEFAULTS["ladder"],
@@ -137,6 +180,8 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         self.method = method
         self.n_blocks = n_blocks
         self.sampler = sampler
+        self.likelihood = likelihood
+        self.likelihood_shape = likelihood_shape
         self.prior_rate_h = prior_rate_h
         self.temperatures = temperatures
         self.ladder = ladder
@@ -165,8 +210,15 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     def _n_features_out(self):
         return self.components_.shape[0]
 
-    def _rates(self):
-        return self.prior_rate, self.prior_rate if self.prior_rate_h is None else self.prior_rate_h
+    def _rates(self, X):
+        """``(lambda_w, lambda_h)``; ``prior_rate="auto"`` is :func:`auto_prior_rate` of ``X``."""
+        if self.prior_rate != "auto":
+            return self.prior_rate, self.prior_rate if self.prior_rate_h is None else self.prior_rate_h
+        auto = auto_prior_rate(X, self.n_components)
+        if self.prior_rate_h is None:
+            return auto, auto
+        # The prior mean of WH still matches the data's: lambda_w lambda_h = auto^2.
+        return auto * auto / self.prior_rate_h, self.prior_rate_h
 
     @staticmethod
     def _validate_input(estimator, X, reset):
@@ -182,7 +234,8 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         return self._validate_input(self, X, reset), None
 
     def _model(self, X, n_blocks):
-        return PoissonNMFModel(self.n_components, *self._rates(), n_blocks)
+        return PoissonNMFModel(self.n_components, *self._rates(X), n_blocks,
+                               likelihood=make_likelihood(self.likelihood, self.likelihood_shape))
 
     def _chib_log_evidence(self, model, X):
         from ..evidence.chib import chib_log_evidence_nmf
@@ -212,13 +265,19 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         self.components_ = np.asarray(self._fit_factors(X)[1], dtype=np.float64)
         return self
 
+    def _fit_evidence(self, X, y=None):
+        model = super()._fit_evidence(X, y)
+        self.prior_rates_ = model.prior_rates
+        return model
+
     def transform(self, X):
         """Row-wise MAP activations ``W`` with ``H = components_`` fixed.
 
         Each row is solved on its own (multiplicative updates of the
-        penalised KL objective, a fixed number of iterations from a fixed
-        start), so the result is deterministic and does not depend on the
-        other rows.
+        penalised KL objective, or of the Itakura–Saito one for the
+        exponential and Gamma likelihoods, a fixed number of iterations from
+        a fixed start), so the result is deterministic and does not depend
+        on the other rows.
 
         Parameters
         ----------
@@ -232,7 +291,9 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         check_is_fitted(self)
         X = check_count_matrix(self._validate_input(self, X, reset=False))
         H = self.components_
-        lam_w = self._rates()[0]
+        lam_w = self.prior_rates_[0]
+        if self.likelihood != "poisson":
+            return _gamma_map_activations(X, H, lam_w, make_likelihood(self.likelihood, self.likelihood_shape).kappa)
         denom = H.sum(axis=1) + lam_w
         W = np.full((X.shape[0], H.shape[0]), 1.0)
         for _ in range(_TRANSFORM_ITER):

@@ -9,7 +9,7 @@ from .ais import ais_log_evidence
 from .chib import chib_log_evidence_nmf, chib_log_evidence_parafac
 from .exact import exact_log_evidence
 from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
-from .referenced import referenced_ti_log_evidence, variational_reference
+from .referenced import laplace_reference, referenced_ti_log_evidence, variational_reference
 from .smc import smc_log_evidence
 from .sti import sti_log_evidence
 
@@ -29,6 +29,7 @@ __all__ = [
     "sgais_advance",
     "sgais_init",
     "sgais_log_evidence",
+    "laplace_reference",
     "referenced_ti_log_evidence",
     "smc_log_evidence",
     "variational_reference",

@@ -57,18 +57,20 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from scipy import sparse
+from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, polygamma
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .._config import DEFAULT_TOL
-from ..kernels.hmc import ratio_pass, run_referenced_ladder
+from ..kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass, run_referenced_ladder
+from ..models._factorisation import check_real_entries, likelihood_shape_of
 from ._counts import count_entries
 from ._result import EvidenceResult
 from ._stderr import batch_means_variance
 
-__all__ = ["referenced_ti_log_evidence", "variational_reference", "RTI_DEFAULTS", "rti_temperatures",
+__all__ = ["referenced_ti_log_evidence", "variational_reference", "laplace_reference", "RTI_DEFAULTS", "rti_temperatures",
            "simpson_weights"]
 
 #: Defaults of the referenced path (measured on the bundled clip and on
@@ -89,6 +91,10 @@ _ALL_PERMUTATIONS_UP_TO = 6
 #: VB stops when the bound moves less than this (relative), or after _VB_MAX_ITER sweeps.
 _VB_RTOL = 1e-7
 _VB_MAX_ITER = 1000
+
+#: Iterations of a Laplace fit's L-BFGS, and the bound on log theta inside it (exp must not overflow).
+_LAPLACE_MAX_ITER = 2000
+_LAPLACE_PHI_BOUND = 300.0
 
 
 def rti_temperatures(n_temperatures, power=5.0):
@@ -111,22 +117,47 @@ def simpson_weights(n_intervals):
 
 
 class _Data:
-    """The array in the form the kernels take: a dense matrix, or the non-zeros of anything."""
+    r"""The array in the form the kernels take: a dense matrix, or the non-zeros of anything.
 
-    def __init__(self, X):
-        coords, vals, shape = count_entries(X, method="referenced TI", integer=False)
+    ``kappa`` is the likelihood's shape: 0 for Poisson, :math:`\kappa > 0` for
+    Gamma entries of mean :math:`V` (:func:`likelihood_shape_of`). A Gamma
+    likelihood has no sparse shortcut (a zero is an observation like any
+    other), so its entries are all listed; ``lgamma_total`` is then minus the
+    constant :math:`\sum_e \kappa\log\kappa - \log\Gamma(\kappa) + (\kappa - 1)\log x_e`.
+    """
+
+    def __init__(self, X, kappa=0.0):
+        self.kappa = float(kappa)
+        if self.kappa > 0.0:
+            X = check_real_entries(X, kappa)
+            shape = X.shape
+            coords = np.indices(shape).reshape(len(shape), -1).T
+            vals = X.ravel()
+        else:
+            coords, vals, shape = count_entries(X, method="referenced TI", integer=False)
         self.shape = shape
-        # Dense matrices go through BLAS; anything else loops over the non-zeros.
+        # Dense matrices go through BLAS; anything else loops over the listed entries.
         self.dense2 = not sparse.issparse(X) and len(shape) == 2
         self.X = np.ascontiguousarray(X, dtype=np.float64) if self.dense2 else np.zeros((1, 1))
-        self.coords = np.ascontiguousarray(coords)
-        self.vals = np.ascontiguousarray(vals)
+        self.coords = np.ascontiguousarray(coords, dtype=np.int64)
+        self.vals = np.ascontiguousarray(vals, dtype=np.float64)
         self.offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
-        self.lgamma_total = float(gammaln(self.vals + 1.0).sum())
+        if self.kappa > 0.0:
+            k = self.kappa
+            log_x = (k - 1.0) * np.log(self.vals).sum() if k != 1.0 else 0.0
+            self.lgamma_total = -float(self.vals.size * (k * math.log(k) - math.lgamma(k)) + log_x)
+        else:
+            self.lgamma_total = float(gammaln(self.vals + 1.0).sum())
         self.total = float(self.vals.sum())
 
-    def ratio(self, F, out):
-        return ratio_pass(self.dense2, self.X, self.coords, self.vals, F, self.offsets, out)
+    def ratio(self, F, out, with_value=True):
+        return ratio_pass(self.dense2, self.X, self.coords, self.vals, F, self.offsets, out, with_value, self.kappa)
+
+    def log_likelihood(self, F, grad):
+        r""":math:`\log p(X \mid F)` and its gradient in ``grad``."""
+        sums = np.empty((len(self.shape), F.shape[1]))
+        return cp_log_likelihood(self.dense2, self.X, self.coords, self.vals, F, self.offsets, grad, sums,
+                                 self.lgamma_total, True, self.kappa)
 
 
 def _row_rates(prior_rates, shape):
@@ -194,6 +225,73 @@ def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, rando
     return bounds[best], fits[best][1], fits[best][2], bounds
 
 
+def _laplace_fit(data, R, rates, rng):
+    r"""One Laplace fit in :math:`\log\theta` from a random start: ``(laplace bound, alpha, beta)``."""
+    offsets, shape = data.offsets, data.shape
+    D, N = offsets[-1], len(shape)
+    scale = (max(data.total, 1e-300) / (R * math.prod(shape))) ** (1.0 / N)
+    phi0 = np.log(scale * rng.gamma(2.0, 0.5, size=(D, R)))
+    grad = np.empty((D, R))
+    lam = rates[:, None]
+
+    def objective(flat):
+        # The log posterior of phi = log theta (Jacobian included); phi is kept where exp cannot overflow.
+        phi = np.clip(flat.reshape(D, R), -_LAPLACE_PHI_BOUND, _LAPLACE_PHI_BOUND)
+        theta = np.exp(phi)
+        value = data.log_likelihood(theta, grad) + np.sum(np.log(lam) - lam * theta + phi)
+        g = theta * (grad - lam) + 1.0
+        if not np.isfinite(value):
+            return np.inf, np.zeros_like(flat)
+        return -value, -g.ravel()
+
+    fit = minimize(objective, phi0.ravel(), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=_LAPLACE_MAX_ITER, ftol=_VB_RTOL * 1e-2, gtol=1e-6))
+    phi = np.clip(fit.x.reshape(D, R), -_LAPLACE_PHI_BOUND, _LAPLACE_PHI_BOUND)
+    theta = np.exp(phi)
+    fisher = np.empty((D, R))
+    fisher_pass(data.dense2, data.X, data.coords, theta, offsets, data.kappa, fisher)
+    # Curvature of the log posterior in phi at its mode: 1 (from the prior and the Jacobian, where the
+    # gradient vanishes) plus the likelihood's expected curvature; a Gamma(P, P / theta) has that
+    # curvature and that mode in phi.
+    precision = 1.0 + theta**2 * fisher
+    bound = -float(fit.fun) + 0.5 * float(np.sum(np.log(2.0 * np.pi / precision)))
+    return bound, precision, precision / theta
+
+
+def laplace_reference(X, n_components, prior_rates=1.0, *, likelihood_shape=1.0, n_starts=8,
+                      random_state=None):
+    r"""A product-of-Gammas reference for Gamma-likelihood CP models, from a Laplace fit in :math:`\log	heta`.
+
+    The Gamma (and exponential) likelihood of real-valued entries has no
+    latent-source augmentation, so the variational updates of
+    :func:`variational_reference` do not apply. Instead the log posterior of
+    :math:`arphi = \log	heta` is maximised (L-BFGS, ``n_starts`` random
+    starts) and every factor entry gets the Gamma whose density in
+    :math:`arphi` has the same mode and the same curvature there:
+    :math:`\mathrm{Gamma}(P, P/\hat	heta)` with :math:`P = 1 +
+    \hat	heta^2\,\kappa\sum_e (\partial V_e/\partial	heta)^2/V_e^2` (the
+    likelihood's expected curvature, which is never negative). As with
+    mean-field VB the reference ignores correlations between entries;
+    referenced TI corrects for whatever it misses.
+
+    Returns
+    -------
+    bound : float
+        The best start's Laplace approximation of :math:`\log p(X)` (diagonal curvature).
+    alpha, beta : ndarray of shape (sum of the mode sizes, n_components)
+        Shapes and rates of ``q``, the modes' rows stacked.
+    bounds : ndarray of shape (n_starts,)
+        Every start's Laplace value.
+    """
+    data = X if isinstance(X, _Data) else _Data(X, likelihood_shape)
+    rng = check_random_state(random_state)
+    rates = _row_rates(prior_rates, data.shape)
+    fits = [_laplace_fit(data, n_components, rates, rng) for _ in range(n_starts)]
+    bounds = np.array([f[0] for f in fits])
+    best = int(np.argmax(bounds))
+    return bounds[best], fits[best][1], fits[best][2], bounds
+
+
 def _relabellings(R):
     if R <= _ALL_PERMUTATIONS_UP_TO:
         return np.array(list(permutations(range(R))), dtype=np.int64).reshape(-1, R)
@@ -227,7 +325,8 @@ class _Ladder:
         U = np.zeros((levels.size, n_keep))
         accept = np.zeros(levels.size)
         self.n_grad += run_referenced_ladder(
-            data.dense2, data.X, data.coords, data.vals, data.offsets, data.lgamma_total, self.alpha, self.beta,
+            data.dense2, data.X, data.coords, data.vals, data.offsets, data.lgamma_total, data.kappa, self.alpha,
+            self.beta,
             self.rates, self.inv_mass, self.perms, self.log_r_fact, self.temperatures, levels, chained,
             self.phi, self.steps, n_burnin, n_keep, self.n_leapfrog, int(self.rng.randint(0, 2**31 - 1)), U,
             accept, self.theta_sum, True,
@@ -291,13 +390,21 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
                                n_burnin=RTI_DEFAULTS["n_burnin"], n_keep=RTI_DEFAULTS["n_keep"],
                                n_leapfrog=RTI_DEFAULTS["n_leapfrog"], n_vb_starts=RTI_DEFAULTS["n_vb_starts"],
                                tol=RTI_DEFAULTS["tol"], max_time=RTI_DEFAULTS["max_time"], n_jobs=2,
-                               random_state=None, verbose=0):
-    r"""Log-evidence of Poisson CP (NMF for a matrix) by VB-referenced TI with Metropolis-adjusted HMC.
+                               likelihood="poisson", likelihood_shape=1.0, random_state=None, verbose=0):
+    r"""Log-evidence of a CP model (NMF for a matrix) by referenced TI with Metropolis-adjusted HMC.
+
+    The entries are Poisson (the papers' model), or exponential or Gamma of
+    mean :math:`V` (``likelihood``; densities of power spectrograms, whose
+    maximum likelihood is Itakura–Saito NMF, Févotte, Bertin and Durrieu
+    2009). The reference ``q`` is mean-field VB for Poisson
+    (:func:`variational_reference`) and a Laplace fit in
+    :math:`\log\theta` otherwise (:func:`laplace_reference`).
 
     Parameters
     ----------
     X : array-like or scipy.sparse array of shape (n_1, ..., n_N)
-        Non-negative data (counts, or magnitudes read as counts).
+        Non-negative data (counts, or magnitudes read as counts, for Poisson;
+        powers for the exponential and Gamma likelihoods).
     n_components : int
         Rank :math:`R`.
     prior_rates : float or sequence of float, default=1.0
@@ -317,6 +424,10 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         Seconds after which no further refinement starts.
     n_jobs : int, default=2
         Threads for the two ladders.
+    likelihood : {"poisson", "exponential", "gamma"}, default="poisson"
+        Density of an entry given its mean :math:`V`.
+    likelihood_shape : float, default=1.0
+        Shape :math:`\kappa` of the Gamma likelihood (``likelihood="gamma"`` only).
     random_state : int, RandomState instance or None
     verbose : int, default=0
 
@@ -326,7 +437,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         ``method="rti"``; ``std_error`` is the error bar (Monte-Carlo, lag and
         quadrature). ``diagnostics`` holds ``"ladders"`` (the two ladders'
         estimates), ``"mc_error"``, ``"lag_error"``, ``"quadrature_error"``,
-        ``"elbo"`` (the integrand at :math:`t = 0`), ``"vb_bound"`` and
+        ``"elbo"`` (the integrand at :math:`t = 0`), ``"vb_bound"`` (the Laplace value for the Gamma likelihoods) and
         ``"vb_bounds"`` (every start's), ``"acceptance"``, ``"step_size"``,
         ``"converged"``, ``"tol"``, ``"rounds"`` (every check: budget,
         estimate, pieces, time) and the final ``"n_temperatures"`` and
@@ -345,11 +456,13 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     """
     start = time.perf_counter()
     _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, tol, max_time)
-    data = _Data(X)
+    kappa = likelihood_shape_of(likelihood, likelihood_shape)
+    data = _Data(X, kappa)
     rng = check_random_state(random_state)
     rates = _row_rates(prior_rates, data.shape)
-    elbo_bound, alpha, beta, vb_bounds = variational_reference(data, n_components, prior_rates,
-                                                               n_starts=n_vb_starts, random_state=rng)
+    fit_reference = variational_reference if kappa == 0.0 else laplace_reference
+    elbo_bound, alpha, beta, vb_bounds = fit_reference(data, n_components, prior_rates, n_starts=n_vb_starts,
+                                                       random_state=rng)
     ladders = [_Ladder(data, alpha, beta, rates, seed) for seed in rng.randint(0, 2**31 - 1, size=2)]
 
     def both(step, *args):
@@ -406,6 +519,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         elbo=float(U_mean[0]), vb_bound=float(elbo_bound), vb_bounds=vb_bounds,
         acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
         step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
+        likelihood=likelihood, likelihood_shape=kappa if kappa > 0.0 else None,
+        reference_fit="vb" if kappa == 0.0 else "laplace",
         rounds=tuple(rounds), n_temperatures=K, n_keep=n_kept,
     )
     size = data.X.size if data.dense2 else data.vals.size

@@ -52,11 +52,11 @@ from numba import njit
 
 from .._config import FASTMATH
 
-__all__ = ["ratio_pass", "cp_log_likelihood", "run_referenced_ladder", "symmetric_log_q"]
+__all__ = ["cp_log_likelihood", "fisher_pass", "ratio_pass", "run_referenced_ladder", "symmetric_log_q"]
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True):
+def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=0.0):
     r"""Fill ``out`` with :math:`\partial_F \sum_e x_e \log V_e` and return :math:`\sum_e x_e \log V_e`.
 
     ``F`` is the stacked ``(sum_m n_m, R)`` factor array, ``offsets`` its
@@ -65,6 +65,12 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True):
     ``vals``. Without ``with_value`` the logarithms are skipped (about half
     the time of a pass) and 0 is returned: the inner leapfrog steps need the
     gradient only.
+
+    With ``kappa > 0`` the entries are Gamma of shape :math:`\kappa` and mean
+    :math:`V` (``kappa = 1``: exponential) and the pass gives
+    :math:`-\kappa\sum_e (\log V_e + x_e / V_e)` and its gradient, whose
+    per-entry factor is :math:`\kappa (x - V) / V^2`; zeros are not special
+    there, so ``coords, vals`` must then list every entry.
     """
     out[:] = 0.0
     total = 0.0
@@ -78,7 +84,12 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True):
         for i in range(n):
             for j in range(m):
                 x = X[i, j]
-                if x > 0.0:
+                if kappa > 0.0:
+                    v = V[i, j]
+                    if with_value:
+                        total -= kappa * (math.log(v) + x / v)
+                    Q[i, j] = kappa * (x - v) / (v * v)
+                elif x > 0.0:
                     v = V[i, j]
                     if with_value:
                         total += x * math.log(v)
@@ -100,9 +111,14 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True):
             prods[r] = p
             v += p
         x = vals[e]
-        if with_value:
-            total += x * math.log(v)
-        w = x / v
+        if kappa > 0.0:
+            if with_value:
+                total -= kappa * (math.log(v) + x / v)
+            w = kappa * (x - v) / (v * v)
+        else:
+            if with_value:
+                total += x * math.log(v)
+            w = x / v
         for m in range(N):
             row = offsets[m] + coords[e, m]
             for r in range(R):
@@ -112,6 +128,45 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True):
                         p *= F[offsets[k] + coords[e, k], r]
                 out[row, r] += p
     return total
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def fisher_pass(dense2, X, coords, F, offsets, kappa, out):
+    r"""Fill ``out`` with the Gamma likelihood's expected curvature :math:`\kappa\sum_e (\partial V_e/\partial F_{ir})^2 / V_e^2`.
+
+    The diagonal of the Fisher information in the factors (the data enter
+    through their positions only: :math:`E[x] = V`); ``coords`` list every
+    entry unless ``dense2``. The Laplace reference of
+    :func:`skevidence.evidence.referenced.laplace_reference` is built on it.
+    """
+    out[:] = 0.0
+    if dense2:
+        I = offsets[1]
+        W = F[:I]
+        Ht = F[I:]
+        V = W @ Ht.T
+        Q = kappa / (V * V)
+        out[:I] = Q @ (Ht * Ht)
+        out[I:] = Q.T @ (W * W)
+        return
+    N = coords.shape[1]
+    R = F.shape[1]
+    for e in range(coords.shape[0]):
+        v = 0.0
+        for r in range(R):
+            p = 1.0
+            for m in range(N):
+                p *= F[offsets[m] + coords[e, m], r]
+            v += p
+        w = kappa / (v * v)
+        for m in range(N):
+            row = offsets[m] + coords[e, m]
+            for r in range(R):
+                p = 1.0
+                for k in range(N):
+                    if k != m:
+                        p *= F[offsets[k] + coords[e, k], r]
+                out[row, r] += w * p * p
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -127,12 +182,17 @@ def _column_sums(F, offsets, sums):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def cp_log_likelihood(dense2, X, coords, vals, F, offsets, grad, sums, lgamma_total, with_value=True):
-    r""":math:`\log p(X \mid F)` (Poisson) and, in ``grad``, its gradient with respect to ``F``.
+def cp_log_likelihood(dense2, X, coords, vals, F, offsets, grad, sums, lgamma_total, with_value=True, kappa=0.0):
+    r""":math:`\log p(X \mid F)` and, in ``grad``, its gradient with respect to ``F``.
 
+    Poisson for ``kappa == 0`` (``lgamma_total`` is :math:`\sum\log\Gamma(x + 1)`),
+    Gamma of shape ``kappa`` otherwise (``lgamma_total`` is then minus the
+    data's constant :math:`\sum_e \kappa\log\kappa - \log\Gamma(\kappa) + (\kappa - 1)\log x_e`).
     Without ``with_value`` only the gradient is right (the value is not computed).
     """
-    total = ratio_pass(dense2, X, coords, vals, F, offsets, grad, with_value)
+    total = ratio_pass(dense2, X, coords, vals, F, offsets, grad, with_value, kappa)
+    if kappa > 0.0:
+        return total - lgamma_total
     _column_sums(F, offsets, sums)
     N = offsets.shape[0] - 1
     R = F.shape[1]
@@ -192,7 +252,7 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, t
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, sums, lgamma_total, alpha,
+def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, sums, lgamma_total, kappa, alpha,
            log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value=True):
     """Log target, integrand U and the leapfrog field at ``phi`` (``theta`` is filled).
 
@@ -202,7 +262,8 @@ def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, 
     for d in range(D):
         for r in range(R):
             theta[d, r] = math.exp(phi[d, r])
-    loglik = cp_log_likelihood(dense2, X, coords, vals, theta, offsets, lik_grad, sums, lgamma_total, with_value)
+    loglik = cp_log_likelihood(dense2, X, coords, vals, theta, offsets, lik_grad, sums, lgamma_total, with_value,
+                               kappa)
     log_prior = 0.0
     jac = 0.0
     for d in range(D):
@@ -315,7 +376,7 @@ def _draw_q(alpha, beta, phi):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, alpha, beta, rates, inv_mass, perms,
+def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa, alpha, beta, rates, inv_mass, perms,
                           log_r_fact, temperatures, levels, chained, phi_levels, step_levels, n_burnin, n_keep,
                           n_leapfrog, seed, U_out, accept_out, theta_sum, scale_moves):
     r"""Run a chain at every temperature ``temperatures[levels[i]]``, in turn.
@@ -362,12 +423,12 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, alpha,
             for it in range(n_keep):
                 _draw_q(alpha, beta, phi)
                 _, U_out[i, it] = _state(0.0, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad,
-                                         sums, lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
+                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
                                          terms)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
-        logp, U = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums, lgamma_total,
+        logp, U = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums, lgamma_total, kappa,
                          alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
@@ -401,7 +462,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, alpha,
                 # The log target is needed at the end of the trajectory only.
                 last = step_i == n_leapfrog - 1
                 logp_new, U_new = _state(t, dense2, X, coords, vals, offsets, phi_new, theta, grad_new, lik_grad,
-                                         sums, lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
+                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
                                          terms, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
@@ -427,7 +488,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, alpha,
             if scale_moves:
                 _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms)
                 logp, U = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums,
-                                 lgamma_total, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
+                                 lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
                 n_grad += 1
             if it < n_burnin:
                 m = it + 1.0

@@ -10,11 +10,15 @@ as ``(R, J)``). The chains run in the fused kernels behind
 """
 
 import numpy as np
+from numbers import Real
+
+from scipy import sparse
 from scipy.special import gammaln
 
 from ._base import EvidenceModel
 
-__all__ = ["CPModel", "PoissonLikelihood"]
+__all__ = ["CPModel", "GammaLikelihood", "PoissonLikelihood", "check_real_entries", "likelihood_shape_of",
+           "make_likelihood", "auto_prior_rate"]
 
 _MODE_LETTERS = "ijklmnopq"
 
@@ -22,10 +26,14 @@ _MODE_LETTERS = "ijklmnopq"
 class PoissonLikelihood:
     r"""Poisson entries :math:`x \sim \mathcal{PO}(v)` of intensity :math:`v`.
 
+    Its ``kappa`` (the kernels' likelihood switch) is 0.
+
     For non-integer data the log-density keeps its formula with
     :math:`\log\Gamma(x+1)`; it is then not normalised, but comparisons
     between ranks on the same data remain meaningful.
     """
+
+    kappa = 0.0
 
     def log_density(self, X, V):
         """Entry-wise :math:`\\log p(x \\mid v)`."""
@@ -46,6 +54,110 @@ class PoissonLikelihood:
                 f"{name} has negative entries; {model_name} models non-negative data ({data_kind}): "
                 "shift or take magnitudes first."
             )
+
+
+class GammaLikelihood:
+    r"""Gamma entries of shape :math:`\kappa` and mean :math:`v`: :math:`x \sim \mathcal{G}(\kappa, \kappa / v)`.
+
+    :math:`\kappa = 1` is the exponential likelihood of a power spectrogram
+    under the composite Gaussian model (its maximum likelihood is
+    Itakura–Saito NMF, Févotte, Bertin and Durrieu 2009); :math:`\kappa > 1`
+    suits powers averaged over :math:`\kappa` frames or channels. It is a
+    density of real values, so :math:`\log p(cX \mid cV) = \log p(X \mid V)
+    - \log c` per entry: the evidence does not depend on the unit of ``X``
+    beyond that constant.
+    """
+
+    def __init__(self, kappa=1.0):
+        self.kappa = float(kappa)
+
+    def log_density(self, X, V):
+        r"""Entry-wise :math:`\log p(x \mid v)`."""
+        k = self.kappa
+        log_x = (k - 1.0) * np.log(X) if k != 1.0 else 0.0
+        return k * np.log(k) - gammaln(k) + log_x - k * (np.log(V) + X / V)
+
+    def grad_intensity(self, X, V):
+        r"""Entry-wise :math:`\partial \log p(x \mid v) / \partial v = \kappa (x - v) / v^2`."""
+        return self.kappa * (X - V) / (V * V)
+
+    def check_entries(self, values, shape, *, name, model_name, data_kind):
+        """Raise a :class:`ValueError` naming the problem unless the entries have a positive density."""
+        _check_real_values(values, shape, self.kappa, name)
+
+
+def likelihood_shape_of(likelihood, shape=1.0):
+    """The kernels' ``kappa`` of a likelihood name: 0 (Poisson) or the Gamma shape (1 for exponential)."""
+    if likelihood == "poisson":
+        return 0.0
+    if likelihood == "exponential":
+        return 1.0
+    if likelihood == "gamma":
+        if not (isinstance(shape, Real) and np.isfinite(shape) and shape > 0):
+            raise ValueError(f"likelihood_shape must be a positive finite number, got {shape!r}.")
+        return float(shape)
+    raise ValueError(f"likelihood must be 'poisson', 'exponential' or 'gamma', got {likelihood!r}.")
+
+
+def make_likelihood(likelihood="poisson", shape=1.0):
+    """The likelihood object of a name (:func:`likelihood_shape_of` for ``shape``)."""
+    kappa = likelihood_shape_of(likelihood, shape)
+    return PoissonLikelihood() if kappa == 0.0 else GammaLikelihood(kappa)
+
+
+def _check_real_values(values, shape, kappa, name):
+    if len(shape) < 2 or min(shape) == 0:
+        raise ValueError(f"{name} must be a non-empty array of at least two modes, got shape {shape}.")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} contains NaN or infinity; the Gamma likelihood needs finite non-negative values.")
+    if np.any(values < 0):
+        raise ValueError(
+            f"{name} has negative entries; the exponential and Gamma likelihoods model powers (|STFT|^2): "
+            "take squared magnitudes first."
+        )
+    if not np.any(values > 0):
+        raise ValueError(f"{name} is zero everywhere; there is no signal to factorise.")
+    if kappa != 1.0 and np.any(values == 0):
+        raise ValueError(
+            f"{name} has {int(np.sum(values == 0))} zero entries, which a Gamma likelihood of shape {kappa:g} "
+            "gives density 0 (shape > 1) or infinity (shape < 1). Use likelihood='exponential' (shape 1, "
+            "zeros allowed), or add a floor below the noise (for example 1e-10 * X.max())."
+        )
+
+
+def check_real_entries(X, kappa, *, name="X"):
+    """Dense float64 entries a Gamma likelihood of shape ``kappa`` can score, or a ``ValueError`` saying why not.
+
+    Sparse input is made dense: a zero is an observation like any other here.
+    """
+    X = X.toarray() if sparse.issparse(X) else np.asarray(X)
+    if X.dtype == object or np.iscomplexobj(X):
+        raise ValueError(
+            f"{name} must be real; for a complex STFT pass the power spectrogram np.abs(S) ** 2 "
+            "(SpectrogramTransformer(power=2))."
+        )
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    _check_real_values(X, X.shape, kappa, name)
+    return X
+
+
+def auto_prior_rate(X, n_components):
+    r"""The exponential priors' rate that follows the data's scale: :math:`(R / \bar x)^{1/N}`.
+
+    With this rate on every one of the :math:`N` modes the prior mean of
+    every entry of the intensity, :math:`R / \lambda^N`, is the data's mean
+    :math:`\bar x`, at every rank. Scaling ``X`` by :math:`c` scales
+    :math:`\lambda` by :math:`c^{-1/N}`, and the map :math:`F^{(m)} \mapsto
+    c^{1/N} F^{(m)}` carries one posterior onto the other: for a likelihood
+    that is a density of real values (:class:`GammaLikelihood`),
+    :math:`\log Z(cX) = \log Z(X) - n \log c` exactly (``n`` entries), the
+    same shift at every rank (see the user guide for the proof).
+    """
+    total = float(X.sum())
+    size = float(np.prod(X.shape))
+    if not total > 0:
+        raise ValueError("prior_rate='auto' needs data with a positive mean; X is zero everywhere.")
+    return float((n_components * size / total) ** (1.0 / len(X.shape)))
 
 
 def cp_intensity(factors):
@@ -174,5 +286,11 @@ class CPModel(EvidenceModel):
     def chain_runner(self, X, y, *, sampler, batch_size):
         """The fused block-parallel runner; ``batch_size`` is not used (the minibatch is a part)."""
         from ._cp_runner import CPChainRunner
+
+        if self.likelihood.kappa != 0.0:
+            raise ValueError(
+                f"The SG-MCMC kernels of the prior path take the Poisson likelihood only; the "
+                f"{type(self.likelihood).__name__} is estimated by referenced TI (reference='vb')."
+            )
 
         return CPChainRunner(self, X, sampler=sampler)

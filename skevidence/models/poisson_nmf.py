@@ -58,6 +58,11 @@ class PoissonNMFModel(CPModel):
         Rates :math:`\lambda_w, \lambda_h > 0` of the exponential priors.
     n_blocks : int
         Number of row groups and of column groups :math:`B`.
+    likelihood : PoissonLikelihood, GammaLikelihood or None
+        The density of an entry given its mean (``None``: Poisson). The
+        Gamma likelihoods are estimated by referenced TI
+        (:func:`~skevidence.evidence.referenced_ti_log_evidence`); the
+        fused SG-MCMC kernels of the prior path are Poisson only.
     """
 
     name = "Poisson NMF"
@@ -65,7 +70,7 @@ class PoissonNMFModel(CPModel):
     data_description = "counts or magnitudes"
     transposed = (1,)
 
-    def __init__(self, n_components=1, prior_rate_w=1.0, prior_rate_h=1.0, n_blocks=1):
+    def __init__(self, n_components=1, prior_rate_w=1.0, prior_rate_h=1.0, n_blocks=1, likelihood=None):
         if int(n_components) != n_components or n_components < 1:
             raise ValueError(f"n_components must be a positive integer, got {n_components!r}.")
         if int(n_blocks) != n_blocks or n_blocks < 1:
@@ -76,6 +81,9 @@ class PoissonNMFModel(CPModel):
         self.n_components = int(n_components)
         self.prior_rates = (float(prior_rate_w), float(prior_rate_h))
         self.n_blocks = int(n_blocks)
+        if likelihood is not None:
+            # A Gamma/exponential likelihood (make_likelihood); the class's Poisson otherwise.
+            self.likelihood = likelihood
 
     @property
     def prior_rate_w(self):

@@ -1,0 +1,248 @@
+"""The exponential and Gamma likelihoods of spectrograms: kernels against NumPy twins, the evidence against
+brute-force importance sampling, scale invariance with ``prior_rate="auto"``, counting notes, bad input."""
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import sparse, stats
+from scipy.special import gammaln, logsumexp
+
+from skevidence import BayesianNMFRankSelector, PoissonNMF
+from skevidence.datasets import make_harmonic_melody
+from skevidence.evidence.referenced import _Data, laplace_reference, referenced_ti_log_evidence
+from skevidence.kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass
+from skevidence.models import GammaLikelihood, auto_prior_rate
+
+# ----------------------------------------------------------------------------- NumPy twins
+
+
+def _stacked(rng, shape, R):
+    F = rng.gamma(2.0, 0.5, size=(sum(shape), R))
+    offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
+    return F, offsets
+
+
+def naive_intensity(F, offsets, shape):
+    factors = [F[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+    letters = "abcdef"[: len(shape)]
+    return np.einsum(",".join(f"{c}r" for c in letters) + "->" + letters, *factors)
+
+
+def naive_log_likelihood(X, F, offsets, kappa):
+    V = naive_intensity(F, offsets, X.shape)
+    return float(np.sum(stats.gamma.logpdf(X, kappa, scale=V / kappa)))
+
+
+def numeric_gradient(f, F, h=1e-6):
+    g = np.zeros_like(F)
+    for idx in np.ndindex(F.shape):
+        Fp, Fm = F.copy(), F.copy()
+        Fp[idx] += h
+        Fm[idx] -= h
+        g[idx] = (f(Fp) - f(Fm)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
+@pytest.mark.parametrize("kappa", [1.0, 2.5])
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_gamma_log_likelihood_matches_numpy(shape, kappa, as_sparse):
+    rng = np.random.default_rng(0)
+    R = 3
+    F, offsets = _stacked(rng, shape, R)
+    X = rng.gamma(kappa, naive_intensity(F, offsets, shape) / kappa)
+    # A sparse input is read densely: every entry is an observation.
+    data = _Data(sparse.coo_array(X) if as_sparse and len(shape) == 2 else X, kappa)
+    grad = np.empty_like(F)
+    sums = np.empty((len(shape), R))
+    value = cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad, sums,
+                              data.lgamma_total, True, kappa)
+    assert value == pytest.approx(naive_log_likelihood(X, F, offsets, kappa), rel=1e-12)
+    expected = numeric_gradient(lambda G: naive_log_likelihood(X, G, offsets, kappa), F)
+    np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+    # Without the value, the same gradient.
+    out = np.empty_like(F)
+    ratio_pass(data.dense2, data.X, data.coords, data.vals, F, offsets, out, False, kappa)
+    grad2 = np.empty_like(F)
+    cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad2, sums, data.lgamma_total,
+                      False, kappa)
+    np.testing.assert_allclose(grad2, grad, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
+def test_fisher_pass_matches_numpy(shape):
+    rng = np.random.default_rng(1)
+    kappa, R = 2.0, 3
+    F, offsets = _stacked(rng, shape, R)
+    X = rng.gamma(kappa, naive_intensity(F, offsets, shape) / kappa)
+    data = _Data(X, kappa)
+    out = np.empty_like(F)
+    fisher_pass(data.dense2, data.X, data.coords, F, offsets, kappa, out)
+    # The expected curvature: kappa * sum_e (dV_e / dF)^2 / V_e^2, by finite differences of V.
+    V = naive_intensity(F, offsets, shape)
+    expected = np.zeros_like(F)
+    for idx in np.ndindex(F.shape):
+        Fp = F.copy()
+        Fp[idx] += 1e-6
+        dV = (naive_intensity(Fp, offsets, shape) - V) / 1e-6
+        expected[idx] = kappa * np.sum(dV**2 / V**2)
+    np.testing.assert_allclose(out, expected, rtol=1e-4)
+
+
+def test_gamma_likelihood_object_matches_scipy():
+    rng = np.random.default_rng(2)
+    V = rng.gamma(2.0, 1.0, size=(4, 5))
+    X = rng.gamma(3.0, V / 3.0)
+    lik = GammaLikelihood(3.0)
+    np.testing.assert_allclose(lik.log_density(X, V), stats.gamma.logpdf(X, 3.0, scale=V / 3.0), rtol=1e-12)
+    h = 1e-7
+    numeric = (lik.log_density(X, V + h) - lik.log_density(X, V - h)) / (2 * h)
+    np.testing.assert_allclose(lik.grad_intensity(X, V), numeric, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- against brute force
+
+
+def _brute_force_log_evidence(X, R, lam, kappa, seed, n_draws=400_000, n_batches=8):
+    """Importance sampling from the Laplace reference widened sixfold, over every relabelling; no MCMC.
+
+    Returns the estimate and its standard error (spread of ``n_batches`` batches).
+    """
+    rng = np.random.default_rng(seed)
+    _, alpha, beta, _ = laplace_reference(X, R, lam, likelihood_shape=kappa, random_state=seed)
+    a, b = alpha / 6.0, beta / 6.0  # same mean, six times the variance
+    I = X.shape[0]
+    perms = list(itertools.permutations(range(R)))
+    const = np.sum(kappa * np.log(kappa) - gammaln(kappa) + (kappa - 1.0) * np.log(X))
+    estimates = []
+    for _ in range(n_batches):
+        n = n_draws // n_batches
+        # A draw from q_sym: a labelling at random, then the product of Gammas it relabels.
+        which = rng.integers(len(perms), size=n)
+        theta = rng.gamma(a, 1.0 / b, size=(n,) + a.shape)
+        for k, p in enumerate(perms):
+            theta[which == k] = theta[which == k][:, :, list(p)]
+        log_q = logsumexp([np.sum(a[:, list(p)] * np.log(b[:, list(p)]) - gammaln(a[:, list(p)])
+                                  + (a[:, list(p)] - 1.0) * np.log(theta) - b[:, list(p)] * theta, axis=(1, 2))
+                           for p in perms], axis=0) - math.log(len(perms))
+        V = np.einsum("nir,njr->nij", theta[:, :I], theta[:, I:])
+        log_lik = const + np.sum(-kappa * (np.log(V) + X / V), axis=(1, 2))
+        log_prior = np.sum(np.log(lam) - lam * theta, axis=(1, 2))
+        estimates.append(logsumexp(log_lik + log_prior - log_q) - math.log(n))
+    estimates = np.array(estimates)
+    return estimates.mean(), estimates.std(ddof=1) / math.sqrt(n_batches)
+
+
+@pytest.mark.parametrize(("shape", "R", "kappa", "seed"), [
+    ((3, 3), 1, 1.0, 0), ((3, 3), 1, 1.0, 1), ((3, 3), 1, 3.0, 0), ((4, 3), 2, 1.0, 0),
+])
+def test_evidence_agrees_with_brute_force(shape, R, kappa, seed):
+    rng = np.random.default_rng(seed)
+    V = rng.exponential(size=(shape[0], R)) @ rng.exponential(size=(R, shape[1]))
+    X = rng.gamma(kappa, V / kappa)
+    exact, exact_se = _brute_force_log_evidence(X, R, 1.0, kappa, seed)
+    result = referenced_ti_log_evidence(X, R, 1.0, likelihood="gamma", likelihood_shape=kappa, random_state=seed)
+    assert abs(result.log_evidence - exact) <= 3.0 * math.hypot(result.std_error, exact_se)
+    assert result.diagnostics["reference_fit"] == "laplace"
+
+
+# ----------------------------------------------------------------------------- scale invariance
+
+
+def test_auto_prior_rate_follows_the_scale():
+    rng = np.random.default_rng(3)
+    X = rng.exponential(size=(6, 5))
+    for R in (1, 3):
+        rate = auto_prior_rate(X, R)
+        assert R / rate**2 == pytest.approx(X.mean(), rel=1e-12)  # the prior mean of WH is the data's
+        assert auto_prior_rate(100.0 * X, R) == pytest.approx(rate / 10.0, rel=1e-12)
+    T = rng.exponential(size=(4, 5, 6))
+    assert 2 / auto_prior_rate(T, 2) ** 3 == pytest.approx(T.mean(), rel=1e-12)
+
+
+def test_evidence_is_scale_free_with_the_auto_prior():
+    """log Z(cX) = log Z(X) - N log c at every rank, within the stated errors."""
+    rng = np.random.default_rng(4)
+    X = rng.exponential(rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 25)))
+    for R in (1, 2, 3):
+        results = []
+        for c in (1.0, 0.01, 1e-4):  # peaks 1, 0.1 and 0.01 in amplitude
+            est = PoissonNMF(R, prior_rate="auto", likelihood="exponential", random_state=R).fit(c * X)
+            results.append((est.log_evidence_ + X.size * math.log(c), est.log_evidence_std_))
+            np.testing.assert_allclose(est.prior_rates_, auto_prior_rate(c * X, R), rtol=1e-12)
+        (z0, s0), *rest = results
+        for z, s in rest:
+            assert abs(z - z0) <= 3.0 * math.hypot(s, s0)
+
+
+def test_the_chosen_rank_does_not_depend_on_the_level():
+    x, _ = make_harmonic_melody(2, random_state=0, sample_rate=4000, note_duration=0.2)
+    from skevidence.audio import SpectrogramTransformer
+
+    chosen, gaps = [], []
+    for peak in (1.0, 0.1, 0.01):
+        X = SpectrogramTransformer(n_fft=128, scale=1.0, power=2).fit_transform([peak * x / np.abs(x).max()])
+        sel = BayesianNMFRankSelector(ranks=(1, 2, 3), prior_rate="auto", likelihood="exponential",
+                                      random_state=0).fit(X)
+        chosen.append(sel.best_rank_)
+        gaps.append((sel.log_evidence_ - sel.log_evidence_[0], sel.log_evidence_std_))
+    assert len(set(chosen)) == 1
+    (d0, s0), *rest = gaps
+    for d, s in rest:
+        assert np.all(np.abs(d - d0) <= 3.0 * np.hypot(s, s0) + 3.0 * s0[0] + 3.0 * s[0])
+
+
+# ----------------------------------------------------------------------------- counting notes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [2, 4])
+def test_counting_notes(k):
+    from skevidence.audio import SpectrogramTransformer
+
+    x, _ = make_harmonic_melody(k, random_state=k)
+    X = SpectrogramTransformer(n_fft=256, scale=1.0, power=2).fit_transform([x])
+    sel = BayesianNMFRankSelector(ranks=tuple(range(max(1, k - 1), k + 4)), prior_rate="auto",
+                                  likelihood="exponential", random_state=0).fit(X)
+    assert k <= sel.best_rank_ <= k + 2
+
+
+# ----------------------------------------------------------------------------- estimator and bad input
+
+
+def test_estimator_fits_and_transforms():
+    rng = np.random.default_rng(5)
+    X = rng.exponential(rng.exponential(size=(20, 2)) @ rng.exponential(size=(2, 15)))
+    est = PoissonNMF(2, prior_rate="auto", likelihood="exponential", random_state=0).fit(X)
+    assert est.components_.shape == (2, 15)
+    W = est.transform(X)
+    assert W.shape == (20, 2) and np.all(W > 0) and np.all(np.isfinite(W))
+    assert est.result_.diagnostics["likelihood"] == "exponential"
+    gamma = PoissonNMF(2, likelihood="gamma", likelihood_shape=2.0, random_state=0).fit(X)
+    assert np.isfinite(gamma.log_evidence_) and gamma.result_.diagnostics["likelihood_shape"] == 2.0
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    (dict(method="chib"), "referenced TI only"),
+    (dict(method="smc"), "referenced TI only"),
+    (dict(reference="prior"), "referenced TI only"),
+])
+def test_methods_that_need_poisson_say_so(params, message):
+    X = np.random.default_rng(6).exponential(size=(6, 5))
+    with pytest.raises(ValueError, match=message):
+        PoissonNMF(1, likelihood="exponential", **params).fit(X)
+
+
+@pytest.mark.parametrize(("X", "likelihood", "message"), [
+    (np.array([[1.0, np.nan], [1.0, 2.0]]), "exponential", "NaN"),
+    (np.zeros((3, 3)), "exponential", "zero everywhere"),
+    (np.array([[1.0, 0.0], [1.0, 2.0]]), "gamma", "zero entries"),
+])
+def test_bad_input_is_named(X, likelihood, message):
+    with pytest.raises(ValueError, match=message):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            PoissonNMF(1, likelihood=likelihood, likelihood_shape=2.0).fit(X)
