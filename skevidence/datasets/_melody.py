@@ -46,7 +46,7 @@ def make_harmonic_melody(n_notes=4, *, n_events=None, sample_rate=8000, note_dur
     >>> from skevidence.datasets import make_harmonic_melody
     >>> x, notes = make_harmonic_melody(3, random_state=0)
     >>> x.shape, notes.shape
-    ((12000,), (3,))
+    ((12800,), (3,))
     """
     if not (isinstance(n_notes, (int, np.integer)) and 1 <= n_notes <= 25):
         raise ValueError(f"n_notes must be an integer from 1 to 25, got {n_notes!r}.")
