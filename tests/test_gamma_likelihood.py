@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from scipy import sparse, stats
 from scipy.special import gammaln, logsumexp
 
@@ -19,31 +20,9 @@ from skevidence.models import GammaLikelihood, auto_prior_rate
 # ----------------------------------------------------------------------------- NumPy twins
 
 
-def _stacked(rng, shape, R):
-    F = rng.gamma(2.0, 0.5, size=(sum(shape), R))
-    offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
-    return F, offsets
-
-
-def naive_intensity(F, offsets, shape):
-    factors = [F[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
-    letters = "abcdef"[: len(shape)]
-    return np.einsum(",".join(f"{c}r" for c in letters) + "->" + letters, *factors)
-
-
 def naive_log_likelihood(X, F, offsets, kappa):
     V = naive_intensity(F, offsets, X.shape)
     return float(np.sum(stats.gamma.logpdf(X, kappa, scale=V / kappa)))
-
-
-def numeric_gradient(f, F, h=1e-6):
-    g = np.zeros_like(F)
-    for idx in np.ndindex(F.shape):
-        Fp, Fm = F.copy(), F.copy()
-        Fp[idx] += h
-        Fm[idx] -= h
-        g[idx] = (f(Fp) - f(Fm)) / (2 * h)
-    return g
 
 
 @pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
@@ -52,7 +31,7 @@ def numeric_gradient(f, F, h=1e-6):
 def test_gamma_log_likelihood_matches_numpy(shape, kappa, as_sparse):
     rng = np.random.default_rng(0)
     R = 3
-    F, offsets = _stacked(rng, shape, R)
+    F, offsets = stacked_factors(rng, shape, R)
     X = rng.gamma(kappa, naive_intensity(F, offsets, shape) / kappa)
     # A sparse input is read densely: every entry is an observation.
     data = _Data(sparse.coo_array(X) if as_sparse and len(shape) == 2 else X, kappa)
@@ -76,7 +55,7 @@ def test_gamma_log_likelihood_matches_numpy(shape, kappa, as_sparse):
 def test_fisher_pass_matches_numpy(shape):
     rng = np.random.default_rng(1)
     kappa, R = 2.0, 3
-    F, offsets = _stacked(rng, shape, R)
+    F, offsets = stacked_factors(rng, shape, R)
     X = rng.gamma(kappa, naive_intensity(F, offsets, shape) / kappa)
     data = _Data(X, kappa)
     out = np.empty_like(F)

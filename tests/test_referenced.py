@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from poisson_nmf_exact import rank1_log_evidence
 from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from scipy import sparse, special, stats
@@ -24,31 +25,9 @@ from skevidence.kernels.hmc import cp_log_likelihood, ratio_pass, symmetric_log_
 # ----------------------------------------------------------------------------- NumPy twins
 
 
-def _stacked(rng, shape, R):
-    F = rng.gamma(2.0, 0.5, size=(sum(shape), R))
-    offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
-    return F, offsets
-
-
-def naive_intensity(F, offsets, shape):
-    factors = [F[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
-    letters = "abcdef"[: len(shape)]
-    return np.einsum(",".join(f"{c}r" for c in letters) + "->" + letters, *factors)
-
-
 def naive_log_likelihood(X, F, offsets):
     V = naive_intensity(F, offsets, X.shape)
     return float(np.sum(stats.poisson.logpmf(X, V)))
-
-
-def numeric_gradient(f, F, h=1e-6):
-    g = np.zeros_like(F)
-    for idx in np.ndindex(F.shape):
-        Fp, Fm = F.copy(), F.copy()
-        Fp[idx] += h
-        Fm[idx] -= h
-        g[idx] = (f(Fp) - f(Fm)) / (2 * h)
-    return g
 
 
 @pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
@@ -56,7 +35,7 @@ def numeric_gradient(f, F, h=1e-6):
 def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
     rng = np.random.default_rng(0)
     R = 3
-    F, offsets = _stacked(rng, shape, R)
+    F, offsets = stacked_factors(rng, shape, R)
     X = rng.poisson(2.0, size=shape).astype(np.float64)
     data = _Data(sparse.coo_array(X) if as_sparse else X)
     grad = np.empty_like(F)

@@ -160,6 +160,7 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
     def _referenced_log_evidence(self, model, X):
         from ..evidence.referenced import referenced_ti_log_evidence
 
+        likelihood, likelihood_shape = self._likelihood()
         chain = self._chain_settings()
         K = chain["temperatures"]
         if not isinstance(K, Integral):
@@ -177,8 +178,8 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
             )
         result = referenced_ti_log_evidence(
             X, model.n_components, model.prior_rates, n_temperatures=int(K), n_burnin=chain["n_burnin"],
-            n_keep=n_keep, tol=self.tol, max_time=self.max_time, likelihood=self._likelihood()[0],
-            likelihood_shape=self._likelihood()[1], random_state=self.random_state, verbose=self.verbose,
+            n_keep=n_keep, tol=self.tol, max_time=self.max_time, likelihood=likelihood,
+            likelihood_shape=likelihood_shape, random_state=self.random_state, verbose=self.verbose,
         )
         return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
 

@@ -165,12 +165,17 @@ def _row_rates(prior_rates, shape):
     return np.repeat(rates, shape)
 
 
+def _random_start(data, R, rng, floor):
+    """Random factors whose product has about the data's mean (``floor`` bounds the total from below)."""
+    scale = (max(data.total, floor) / (R * math.prod(data.shape))) ** (1.0 / len(data.shape))
+    return scale * rng.gamma(2.0, 0.5, size=(data.offsets[-1], R))
+
+
 def _vb_fit(data, R, rates, rng):
     """One mean-field VB fit from a random start: ``(bound, alpha, beta)``."""
     offsets, shape = data.offsets, data.shape
     D, N = offsets[-1], len(shape)
-    scale = (max(data.total, 1.0) / (R * math.prod(shape))) ** (1.0 / N)
-    mean = scale * rng.gamma(2.0, 0.5, size=(D, R))
+    mean = _random_start(data, R, rng, floor=1.0)
     alpha = np.full((D, R), 1.0)
     beta = alpha / mean
     S = np.empty((D, R))
@@ -227,10 +232,9 @@ def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, rando
 
 def _laplace_fit(data, R, rates, rng):
     r"""One Laplace fit in :math:`\log\theta` from a random start: ``(laplace bound, alpha, beta)``."""
-    offsets, shape = data.offsets, data.shape
-    D, N = offsets[-1], len(shape)
-    scale = (max(data.total, 1e-300) / (R * math.prod(shape))) ** (1.0 / N)
-    phi0 = np.log(scale * rng.gamma(2.0, 0.5, size=(D, R)))
+    offsets = data.offsets
+    D = offsets[-1]
+    phi0 = np.log(_random_start(data, R, rng, floor=1e-300))
     grad = np.empty((D, R))
     lam = rates[:, None]
 

@@ -9,9 +9,9 @@ as ``(R, J)``). The chains run in the fused kernels behind
 :class:`~skevidence.models._cp_runner.CPChainRunner`.
 """
 
-import numpy as np
 from numbers import Real
 
+import numpy as np
 from scipy import sparse
 from scipy.special import gammaln
 
@@ -45,15 +45,18 @@ class PoissonLikelihood:
 
     def check_entries(self, values, shape, *, name, model_name, data_kind):
         """Raise a :class:`ValueError` naming the problem unless the entries are valid counts."""
-        if min(shape) == 0:
-            raise ValueError(f"{name} is empty (shape {shape}); the evidence needs at least one entry.")
-        if not np.all(np.isfinite(values)):
-            raise ValueError(f"{name} contains NaN or infinity; {model_name} needs finite non-negative values.")
-        if np.any(values < 0):
-            raise ValueError(
-                f"{name} has negative entries; {model_name} models non-negative data ({data_kind}): "
-                "shift or take magnitudes first."
-            )
+        _check_nonnegative(values, shape, name, model_name, f"non-negative data ({data_kind})",
+                           "shift or take magnitudes first")
+
+
+def _check_nonnegative(values, shape, name, model_name, what, fix):
+    """The checks every likelihood of the family makes: non-empty, finite, non-negative."""
+    if min(shape) == 0:
+        raise ValueError(f"{name} is empty (shape {shape}); the evidence needs at least one entry.")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} contains NaN or infinity; {model_name} needs finite non-negative values.")
+    if np.any(values < 0):
+        raise ValueError(f"{name} has negative entries; {model_name} models {what}: {fix}.")
 
 
 class GammaLikelihood:
@@ -106,15 +109,10 @@ def make_likelihood(likelihood="poisson", shape=1.0):
 
 
 def _check_real_values(values, shape, kappa, name):
-    if len(shape) < 2 or min(shape) == 0:
-        raise ValueError(f"{name} must be a non-empty array of at least two modes, got shape {shape}.")
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"{name} contains NaN or infinity; the Gamma likelihood needs finite non-negative values.")
-    if np.any(values < 0):
-        raise ValueError(
-            f"{name} has negative entries; the exponential and Gamma likelihoods model powers (|STFT|^2): "
-            "take squared magnitudes first."
-        )
+    if len(shape) < 2:
+        raise ValueError(f"{name} must have at least two modes, got shape {shape}.")
+    _check_nonnegative(values, shape, name, "the Gamma likelihood", "powers (|STFT|^2)",
+                       "take squared magnitudes first")
     if not np.any(values > 0):
         raise ValueError(f"{name} is zero everywhere; there is no signal to factorise.")
     if kappa != 1.0 and np.any(values == 0):
