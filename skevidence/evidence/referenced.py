@@ -264,16 +264,16 @@ def _laplace_fit(data, R, rates, rng):
 
 def laplace_reference(X, n_components, prior_rates=1.0, *, likelihood_shape=1.0, n_starts=8,
                       random_state=None):
-    r"""A product-of-Gammas reference for Gamma-likelihood CP models, from a Laplace fit in :math:`\log	heta`.
+    r"""A product-of-Gammas reference for Gamma-likelihood CP models, from a Laplace fit in :math:`\log\theta`.
 
     The Gamma (and exponential) likelihood of real-valued entries has no
     latent-source augmentation, so the variational updates of
     :func:`variational_reference` do not apply. Instead the log posterior of
-    :math:`arphi = \log	heta` is maximised (L-BFGS, ``n_starts`` random
+    :math:`\varphi = \log\theta` is maximised (L-BFGS, ``n_starts`` random
     starts) and every factor entry gets the Gamma whose density in
-    :math:`arphi` has the same mode and the same curvature there:
-    :math:`\mathrm{Gamma}(P, P/\hat	heta)` with :math:`P = 1 +
-    \hat	heta^2\,\kappa\sum_e (\partial V_e/\partial	heta)^2/V_e^2` (the
+    :math:`\varphi` has the same mode and the same curvature there:
+    :math:`\mathrm{Gamma}(P, P/\hat\theta)` with :math:`P = 1 +
+    \hat\theta^2\,\kappa\sum_e (\partial V_e/\partial\theta)^2/V_e^2` (the
     likelihood's expected curvature, which is never negative). As with
     mean-field VB the reference ignores correlations between entries;
     referenced TI corrects for whatever it misses.

@@ -294,7 +294,7 @@ def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, t
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms):
-    r"""Slice-sample every component's scale ridges: :math:`F^{(0)}_r 	o c F^{(0)}_r`, :math:`F^{(m)}_r 	o F^{(m)}_r / c`.
+    r"""Slice-sample every component's scale ridges: :math:`F^{(0)}_r \to c F^{(0)}_r`, :math:`F^{(m)}_r \to F^{(m)}_r / c`.
 
     The likelihood is constant along a ridge, so its conditional involves the
     prior, ``q_sym`` and the Jacobian only; in :math:`u = \log c` it is
