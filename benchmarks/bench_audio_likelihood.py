@@ -12,10 +12,13 @@ Two tables, printed as measured:
   (0.001 of 16-bit units) and at the 16-bit scale, both with
   ``prior_rate="auto"``. A model that counts notes chooses within
   ``[k, k + 2]`` (one component a note, and the noise floor).
-* **Speed.** The time of one likelihood-and-gradient pass of the referenced
-  path's HMC (the work of one leapfrog step) on the bundled clip's
-  spectrogram, exponential against Poisson at the same rank and size, as a
-  ratio (median of repeated passes, one thread).
+* **Speed.** On the bundled clip's spectrogram, exponential against Poisson
+  at the same rank and size, as a ratio: the time of one
+  likelihood-and-gradient pass of the referenced path's HMC (the work of one
+  leapfrog step; median of repeated passes, one thread), and of one
+  iteration of the prior path's fused block-parallel SG-MCMC chain
+  (log-space SGLD, 4 x 4 blocks, dense; median over chains of 200
+  iterations, the numba threads the machine has).
 
 Usage::
 
@@ -37,6 +40,7 @@ from skevidence.audio import SpectrogramTransformer
 from skevidence.datasets import load_example_audio, make_harmonic_melody
 from skevidence.evidence.referenced import _Data
 from skevidence.kernels.hmc import cp_log_likelihood
+from skevidence.kernels.nmf import NMFData, run_nmf_chain
 
 MODELS = {
     "exponential, power": dict(likelihood="exponential", power=2, scale=1.0),
@@ -92,6 +96,35 @@ def speed(ranks, repeats=50):
               f"{times['exponential'] / times['poisson']:7.2f}", flush=True)
 
 
+def chain_speed(ranks, repeats=7, n_samples=200, n_blocks=4):
+    x, rate = load_example_audio()
+    print(f"\nSpeed: one iteration of the SG-MCMC chain (log-space SGLD, {n_blocks} x {n_blocks} blocks, dense; "
+          f"median of {repeats} chains of {n_samples})")
+    print(f"{'rank':>5} {'shape':>12} {'Poisson (ms)':>13} {'exponential (ms)':>17} {'ratio':>7}")
+    for R in ranks:
+        samples = {"poisson": [], "exponential": []}
+        setups = {}
+        for name, kappa, power in (("poisson", 0.0, 1), ("exponential", 1.0, 2)):
+            X = SpectrogramTransformer(scale=32.768, power=power, sample_rate=rate).fit_transform([x])
+            data = NMFData.from_array(X, n_blocks, sparse=False, kappa=kappa)
+            scale = np.sqrt(X.mean() / R)
+            setups[name] = (data, scale)
+        for k in range(repeats + 1):  # interleaved, so that a load on the machine hits both alike
+            for name, (data, scale) in setups.items():
+                rng = np.random.default_rng(k)
+                W = rng.gamma(2.0, 0.5, size=(data.shape[0], R)) * scale
+                H = rng.gamma(2.0, 0.5, size=(R, data.shape[1])) * scale
+                t0 = time.perf_counter()
+                run_nmf_chain(data, W, H, temperature=1.0, n_samples=n_samples, n_burnin=n_samples // 2,
+                              step_a=1e-3, step_b=0.0, sampler="logsgld", lam_w=1.0 / scale, lam_h=1.0 / scale,
+                              seed_seq=np.random.SeedSequence(k), max_capped_fraction=1.0)
+                if k:  # the first round compiles
+                    samples[name].append((time.perf_counter() - t0) / n_samples)
+        times = {name: float(np.median(v)) for name, v in samples.items()}
+        print(f"{R:>5} {str(setups['poisson'][0].shape):>12} {1e3 * times['poisson']:13.3f} "
+              f"{1e3 * times['exponential']:17.3f} {times['exponential'] / times['poisson']:7.2f}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7])
@@ -101,6 +134,7 @@ def main():
     args = parser.parse_args()
     print(f"bench_audio_likelihood — {git_state()}")
     speed(args.ranks)
+    chain_speed(args.ranks)
     if not args.speed_only:
         counting(args.notes, args.n_jobs)
 

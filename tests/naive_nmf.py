@@ -104,15 +104,39 @@ def _update(theta, v, g_lik, xi, *, eps, lik_scale, mean_scale, lam, psgld, init
     return np.abs(theta + np.clip(drift, -cap, cap) + sd * xi), n_capped
 
 
+def _entry_constant(x, kappa):
+    """The data-only part of an entry's log-likelihood, subtracted: lgamma(x + 1) or minus the Gamma density's."""
+    if kappa == 0:
+        return math.lgamma(x + 1.0)
+    return -(kappa * math.log(kappa) - math.lgamma(kappa) + ((kappa - 1.0) * math.log(x) if kappa != 1 else 0.0))
+
+
+def _entry_loglik(x, V, kappa):
+    """Entry-wise log-likelihood without the constant (Poisson: 0 log 0 = 0)."""
+    if kappa == 0:
+        nz = x != 0
+        return np.where(nz, x * np.log(np.where(nz, V, 1.0)), 0.0) - V
+    return -kappa * (np.log(V) + x / V)
+
+
+def _entry_grad(x, V, kappa):
+    """Entry-wise derivative in V of :func:`_entry_loglik`."""
+    if kappa == 0:
+        nz = x != 0
+        return np.where(nz, x / np.where(nz, V, 1.0), 0.0) - 1.0
+    return kappa * (x - V) / V**2
+
+
 def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b, sampler,
                     alpha, sigma, freeze, lam_w, lam_h, row_bounds, col_bounds, seed_seq,
-                    max_capped_fraction=None):
+                    max_capped_fraction=None, kappa=0.0):
     """The block-parallel chain of ``run_nmf_chain``, one block at a time, on dense ``X``.
 
     Returns a dict with ``log_likelihood``, ``W_mean``, ``H_mean`` (over the
     pre-update states of the kept iterations), the final ``W`` and ``H``,
     ``step_size``, ``n_likelihood_evaluations`` and ``capped_fraction``.
     The twin never raises: ``max_capped_fraction`` is accepted and ignored.
+    ``kappa`` is the likelihood: 0 Poisson, else a Gamma of that shape.
     """
     X = np.asarray(X, dtype=float)
     W = np.array(W, dtype=float)
@@ -126,12 +150,14 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
     streams = [PyXoshiro(states[1 + b]) for b in range(B)]
     rg = [slice(row_bounds[g], row_bounds[g + 1]) for g in range(B)]
     cg = [slice(col_bounds[g], col_bounds[g + 1]) for g in range(B)]
-    lgamma = np.array([[sum(math.lgamma(x + 1.0) for x in X[rg[g], cg[h]].ravel())
+    lgamma = np.array([[sum(_entry_constant(x, kappa) for x in X[rg[g], cg[h]].ravel())
                         for h in range(B)] for g in range(B)])
     vW, vH = np.zeros_like(W), np.zeros_like(H)
     if sampler == "logsgld":
-        vW[...] = (1.0 / (1.0 + temperature * X.sum(axis=1)))[:, None]
-        vH[...] = (1.0 / (1.0 + temperature * X.sum(axis=0)))[None, :]
+        # The log-space curvature per row: x_i. (Poisson), kappa per entry (Gamma, at a fit).
+        rows, cols = (X.sum(axis=1), X.sum(axis=0)) if kappa == 0 else (np.full(I, kappa * J), np.full(J, kappa * I))
+        vW[...] = (1.0 / (1.0 + temperature * rows))[:, None]
+        vH[...] = (1.0 / (1.0 + temperature * cols))[None, :]
     W_sum, H_sum = np.zeros_like(W), np.zeros_like(H)
     kept = []
     n_evals = n_capped = 0
@@ -150,11 +176,9 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
             rs, cs = rg[b], cg[c]
             Wb, Hb, x = W[rs].copy(), H[:, cs].copy(), X[rs, cs]
             V = Wb @ Hb
-            nz = x != 0
-            E = np.where(nz, x / np.where(nz, V, 1.0), 0.0) - 1.0
+            E = _entry_grad(x, V, kappa)
             if keep:
-                ll_blocks.append(np.sum(np.where(nz, x * np.log(np.where(nz, V, 1.0)), 0.0) - V)
-                                 - lgamma[b, c])
+                ll_blocks.append(np.sum(_entry_loglik(x, V, kappa)) - lgamma[b, c])
                 W_sum[rs] += Wb
                 H_sum[:, cs] += Hb
             gW, gH = E @ Hb.T, Wb.T @ E
@@ -183,13 +207,13 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
     }
 
 
-def naive_prior_scores(X, n_components, n_draws, *, lam_w, lam_h, row_bounds, col_bounds, streams):
-    """NumPy twin of :func:`skevidence.kernels.nmf.score_nmf_prior`, on the same streams."""
+def naive_prior_scores(X, n_components, n_draws, *, lam_w, lam_h, row_bounds, col_bounds, streams, kappa=0.0):
+    """NumPy twin of :func:`skevidence.kernels.nmf.score_nmf_prior`, on the same streams (``kappa``: as above)."""
     X = np.asarray(X, dtype=float)
     I, J = X.shape
     B = len(row_bounds) - 1
     draws, parts = PyXoshiro(streams[1]), PyXoshiro(streams[0])
-    lgamma = gammaln(X + 1.0)
+    lgamma = gammaln(X + 1.0) if kappa == 0 else np.vectorize(lambda x: _entry_constant(x, kappa))(X)
     scores, W_sum, H_sum = np.empty(n_draws), np.zeros((I, n_components)), np.zeros((n_components, J))
     for k in range(n_draws):
         W = np.array([-math.log(draws.next_double()) / lam_w for _ in range(I * n_components)]).reshape(I, -1)
@@ -204,7 +228,7 @@ def naive_prior_scores(X, n_components, n_draws, *, lam_w, lam_h, row_bounds, co
             cs = slice(col_bounds[c], col_bounds[c + 1])
             V = W[rs] @ H[:, cs]
             x = X[rs, cs]
-            total += np.sum(np.where(x > 0, x * np.log(V), 0.0) - V - lgamma[rs, cs])
+            total += np.sum(_entry_loglik(x, V, kappa) - lgamma[rs, cs])
             n_s += x.size
         scores[k] = total * I * J / n_s
     return scores, W_sum / n_draws, H_sum / n_draws, W, H

@@ -10,7 +10,7 @@ floating-point rounding.
 import math
 
 import numpy as np
-from naive_nmf import PyXoshiro, _update
+from naive_nmf import PyXoshiro, _entry_constant, _entry_grad, _entry_loglik, _update
 from scipy.special import gammaln
 
 from skevidence.kernels._rng import seed_streams
@@ -21,12 +21,11 @@ def _groups(bounds):
     return [[slice(b[g], b[g + 1]) for g in range(len(b) - 1)] for b in bounds]
 
 
-def _block_terms(x, Ab, Bb, Cb):
-    """Log-likelihood (without lgamma) and the three likelihood gradients of one block."""
+def _block_terms(x, Ab, Bb, Cb, kappa=0.0):
+    """Log-likelihood (without its constant) and the three likelihood gradients of one block."""
     V = np.einsum("ir,jr,kr->ijk", Ab, Bb, Cb)
-    nz = x != 0
-    E = np.where(nz, x / np.where(nz, V, 1.0), 0.0) - 1.0
-    ll = np.sum(np.where(nz, x * np.log(np.where(nz, V, 1.0)), 0.0) - V)
+    E = _entry_grad(x, V, kappa)
+    ll = np.sum(_entry_loglik(x, V, kappa))
     gA = np.einsum("ijk,jr,kr->ir", E, Bb, Cb)
     gB = np.einsum("ijk,ir,kr->jr", E, Ab, Cb)
     gC = np.einsum("ijk,ir,jr->kr", E, Ab, Bb)
@@ -34,7 +33,8 @@ def _block_terms(x, Ab, Bb, Cb):
 
 
 def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a, step_b, sampler,
-                        alpha, sigma, freeze, prior_rates, bounds, seed_seq, max_capped_fraction=None):
+                        alpha, sigma, freeze, prior_rates, bounds, seed_seq, max_capped_fraction=None,
+                        kappa=0.0):
     """The block-parallel chain of ``run_parafac_chain``, one block at a time, on dense ``X``.
 
     Returns a dict with ``log_likelihood``, ``means`` (over the pre-update
@@ -53,7 +53,8 @@ def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a,
     gi, gj, gk = _groups(bounds)
     v = [np.zeros_like(f) for f in F]
     if sampler == "logsgld":
-        sums = (X.sum(axis=(1, 2)), X.sum(axis=(0, 2)), X.sum(axis=(0, 1)))
+        sums = ((X.sum(axis=(1, 2)), X.sum(axis=(0, 2)), X.sum(axis=(0, 1))) if kappa == 0
+                else tuple(np.full(n, kappa * X.size / n) for n in X.shape))
         for vm, s in zip(v, sums):
             vm[...] = (1.0 / (1.0 + temperature * s))[:, None]
     totals = [np.zeros_like(f) for f in F]
@@ -72,9 +73,9 @@ def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a,
         for b, sl in enumerate(blocks):
             cur = [F[m][sl[m]].copy() for m in range(3)]
             x = X[sl]
-            ll, grads = _block_terms(x, *cur)
+            ll, grads = _block_terms(x, *cur, kappa)
             if keep:
-                ll_blocks.append(ll - sum(math.lgamma(e + 1.0) for e in x.ravel()))
+                ll_blocks.append(ll - sum(_entry_constant(e, kappa) for e in x.ravel()))
                 for m in range(3):
                     totals[m][sl[m]] += cur[m]
             noise = [streams[b].standard_normals(c.size).reshape(c.shape) for c in cur]
@@ -99,13 +100,13 @@ def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a,
     }
 
 
-def naive_prior_scores(X, n_components, n_draws, *, prior_rates, bounds, streams):
+def naive_prior_scores(X, n_components, n_draws, *, prior_rates, bounds, streams, kappa=0.0):
     """NumPy twin of :func:`skevidence.kernels.parafac.score_parafac_prior`, on the same streams."""
     X = np.asarray(X, dtype=float)
     draws, parts = PyXoshiro(streams[1]), PyXoshiro(streams[0])
     nb = len(bounds[0]) - 1
     gi, gj, gk = _groups(bounds)
-    lgamma = gammaln(X + 1.0)
+    lgamma = gammaln(X + 1.0) if kappa == 0 else np.vectorize(lambda x: _entry_constant(x, kappa))(X)
     scores = np.empty(n_draws)
     totals = [np.zeros((n, n_components)) for n in X.shape]
     for k in range(n_draws):
@@ -117,7 +118,7 @@ def naive_prior_scores(X, n_components, n_draws, *, prior_rates, bounds, streams
         total = 0.0
         for b in range(nb):
             sl = (gi[b], gj[(b + p) % nb], gk[(b + q) % nb])
-            ll, _ = _block_terms(X[sl], *(F[m][sl[m]] for m in range(3)))
+            ll, _ = _block_terms(X[sl], *(F[m][sl[m]] for m in range(3)), kappa)
             total += ll - lgamma[sl].sum()
         scores[k] = total * nb * nb
     return scores, [t / n_draws for t in totals], F

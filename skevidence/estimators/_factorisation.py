@@ -150,11 +150,10 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         likelihood = self._likelihood()[0]
         if likelihood == "poisson":
             return
-        if self.method != "sti" or self.reference != "vb":
+        if self.method != "sti":
             raise ValueError(
-                f"likelihood={likelihood!r} is estimated by referenced TI only (method='sti', reference='vb'); "
-                f"got method={self.method!r}, reference={self.reference!r}. Chib's method and the SMC rest on "
-                "the Poisson likelihood's latent counts, and the prior path's SG-MCMC kernels are Poisson only."
+                f"likelihood={likelihood!r} is estimated by STI only (method='sti'); got method={self.method!r}. "
+                "Chib's method and the SMC rest on the Poisson likelihood's latent counts."
             )
 
     def _referenced_log_evidence(self, model, X):

@@ -91,8 +91,10 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         real values, so the chosen rank does not depend on the recording's
         level. ``"gamma"``: Gamma of shape ``likelihood_shape`` and mean
         :math:`V` (powers averaged over frames or channels). The exponential
-        and Gamma likelihoods are estimated by referenced TI only
-        (``method="sti"``, ``reference="vb"``), from a Laplace reference.
+        and Gamma likelihoods are estimated by STI only (``method="sti"``):
+        referenced TI from a Laplace reference (``reference="vb"``) or the
+        papers' path from the prior (``reference="prior"``, the fused
+        SG-MCMC kernels on dense blocks).
     likelihood_shape : float, default=1.0
         Shape :math:`\kappa` of the Gamma likelihood (``likelihood="gamma"``).
     prior_rate_h : float or None, default=None

@@ -279,8 +279,10 @@ def _sampler_mode(sampler, factors, precond, mode_sums, temperature, names):
     r"""The kernel code of ``sampler``; for log-space SGLD, also its fixed preconditioner.
 
     ``factors`` and ``precond`` are the kernels' row-major factors and their
-    preconditioner arrays, ``mode_sums`` the data's sums over every row of
-    each factor (``x_i.`` for row ``i``). Log-space SGLD preconditions
+    preconditioner arrays, ``mode_sums`` the likelihood's log-space curvature
+    summed over every row of each factor
+    (:attr:`~skevidence.kernels.blocks.BlockData.curvature_sums`: the data's
+    sum ``x_i.`` for Poisson). Log-space SGLD preconditions
     :math:`\log F[i, :]` by :math:`1 / (1 + t\,x_{i\cdot})`: the inverse
     log-space curvature of the rank-1 conditional
     :math:`\mathcal{G}(1 + t\,x_{i\cdot}, \cdot)`, an upper bound of the

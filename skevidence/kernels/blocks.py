@@ -4,9 +4,11 @@ A matrix is a two-way array and a PARAFAC tensor a three-way one: one
 :class:`BlockData` serves both. It is built once per fit and reused at every
 temperature: every mode is cut into ``B`` contiguous groups (``bounds``),
 block ``(g_0, ..., g_{N-1})`` has id ``(...(g_0 B + g_1) B + ...) B + g_{N-1}``;
-it holds the per-block :math:`\sum\log\Gamma(x+1)`, the mode sums
-(:math:`x_{i\cdot}` and :math:`x_{\cdot j}` of a matrix), and either the
-dense array or its non-zeros grouped by block. :class:`NMFData` and
+it holds the per-block constant of the log-likelihood (Poisson:
+:math:`\sum\log\Gamma(x+1)`), the mode sums (:math:`x_{i\cdot}` and
+:math:`x_{\cdot j}` of a matrix), the likelihood switch ``kappa`` (0: Poisson;
+the Gamma shape otherwise, see :mod:`skevidence.kernels._likelihood`), and
+either the dense array or its non-zeros grouped by block (Poisson only). :class:`NMFData` and
 :class:`PARAFACData` are its two-way and three-way forms under the names
 their callers use.
 """
@@ -157,12 +159,15 @@ def group_tensor_by_blocks(coords, vals, shape, bounds, n_blocks):
 
 @dataclass(frozen=True, eq=False)
 class BlockData:
-    r"""A count array of ``n_modes`` modes prepared once for the CP chains.
+    r"""An array of ``n_modes`` modes prepared once for the CP chains.
 
     Build it with :meth:`from_array` of a subclass that sets ``n_modes``,
     ``kind`` and ``mode_names`` (:class:`NMFData`, :class:`PARAFACData`).
-    Holds the block bounds of every mode, the per-block
-    :math:`\sum \log\Gamma(x + 1)`, the mode sums, and either the dense array
+    Holds the block bounds of every mode, the per-block constant
+    ``block_lgamma`` that the kernels subtract from a block's log-likelihood
+    (Poisson: :math:`\sum \log\Gamma(x + 1)`; Gamma of shape :math:`\kappa`:
+    :math:`-\sum (\kappa\log\kappa - \log\Gamma(\kappa) + (\kappa - 1)\log x)`),
+    the mode sums, the likelihood switch ``kappa``, and either the dense array
     ``X`` or the non-zeros grouped by block (:func:`group_entries`).
     """
 
@@ -175,6 +180,7 @@ class BlockData:
     coords: np.ndarray | None = None
     vals: np.ndarray | None = None
     block_ptr: np.ndarray | None = None
+    kappa: float = 0.0
 
     @property
     def is_sparse(self):
@@ -196,8 +202,21 @@ class BlockData:
         """Sum of all entries."""
         return float(self.mode_sums[0].sum())
 
+    @property
+    def curvature_sums(self):
+        r"""Per row of every mode, the likelihood's log-space curvature summed over the row's entries.
+
+        Log-space SGLD's preconditioner (:func:`~skevidence.kernels._langevin._sampler_mode`).
+        Poisson: the data's sums :math:`x_{i\cdot}`. Gamma of shape :math:`\kappa`:
+        :math:`\kappa x / v` per entry, :math:`\kappa` at a fit, so :math:`\kappa`
+        times the row's number of entries.
+        """
+        if self.kappa == 0.0:
+            return self.mode_sums
+        return tuple(np.full(n, self.kappa * self.n_data / n) for n in self.shape)
+
     @classmethod
-    def from_array(cls, X, n_blocks, *, sparse=None, bounds=None):
+    def from_array(cls, X, n_blocks, *, sparse=None, bounds=None, kappa=0.0):
         """Prepare ``X`` for ``n_blocks ** n_modes`` blocks.
 
         Parameters
@@ -212,8 +231,20 @@ class BlockData:
             Use the sparse kernels; ``None`` means: if ``X`` is a scipy sparse array.
         bounds : sequence of int arrays, one per mode, optional
             Custom group bounds; default :func:`block_bounds`.
+        kappa : float, default=0.0
+            The likelihood: 0 for Poisson, else the shape of a Gamma
+            likelihood (1: exponential), whose kernels are dense (sparse
+            input is made dense; ``sparse=True`` is refused).
         """
+        kappa = float(kappa)
+        if not (np.isfinite(kappa) and kappa >= 0.0):
+            raise ValueError(f"kappa must be 0 (Poisson) or a positive Gamma shape, got {kappa!r}.")
         is_sp = sp.issparse(X)
+        if kappa > 0.0 and sparse:
+            raise ValueError("The Gamma likelihood has no sparse kernels (a zero is an observation like any "
+                             "other, its term not linear in the intensity): pass sparse=False.")
+        if kappa > 0.0 and is_sp:
+            X, is_sp = X.toarray(), False
         sparse = is_sp if sparse is None else sparse
         if not is_sp:
             X = np.asarray(X)
@@ -227,7 +258,10 @@ class BlockData:
         if not np.all(np.isfinite(values)):
             raise ValueError("X contains NaN or infinity; remove or impute those entries.")
         if np.any(values < 0):
-            raise ValueError("X contains negative values; the Poisson likelihood needs X >= 0.")
+            name = "Poisson" if kappa == 0.0 else "Gamma"
+            raise ValueError(f"X contains negative values; the {name} likelihood needs X >= 0.")
+        if kappa not in (0.0, 1.0) and np.any(values == 0):
+            raise ValueError(f"X has zero entries, which a Gamma likelihood of shape {kappa:g} cannot score.")
         if not isinstance(n_blocks, numbers.Integral) or isinstance(n_blocks, bool) or n_blocks < 1:
             raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}.")
         B = int(n_blocks)
@@ -242,14 +276,19 @@ class BlockData:
             mode_sums = tuple(np.bincount(c, weights=vals, minlength=n) for c, n in zip(coords, shape))
             return cls(shape, B, bounds, block_lgamma, mode_sums, coords=coords, vals=vals, block_ptr=block_ptr)
         Xd = np.array(X.toarray() if is_sp else values, dtype=np.float64, order="C", copy=True)
-        lg = gammaln(Xd + 1.0)
+        if kappa == 0.0:
+            lg = gammaln(Xd + 1.0)
+        else:  # minus the Gamma density's terms that do not involve the intensity
+            lg = np.full_like(Xd, gammaln(kappa) - kappa * np.log(kappa))
+            if kappa != 1.0:
+                lg -= (kappa - 1.0) * np.log(Xd)
         block_lgamma = np.array([
             lg[tuple(slice(b[g], b[g + 1]) for b, g in zip(bounds, groups))].sum()
             for groups in itertools.product(range(B), repeat=len(shape))
         ])
         axes = range(len(shape))
         mode_sums = tuple(Xd.sum(axis=tuple(a for a in axes if a != m)) for m in axes)
-        return cls(shape, B, bounds, block_lgamma, mode_sums, X=Xd)
+        return cls(shape, B, bounds, block_lgamma, mode_sums, X=Xd, kappa=kappa)
 
 
 class NMFData(BlockData):
@@ -258,7 +297,7 @@ class NMFData(BlockData):
     n_modes, kind, mode_names = 2, "a 2-D matrix (I, J)", ("rows", "columns")
 
     @classmethod
-    def from_array(cls, X, n_blocks, *, sparse=None, row_bounds=None, col_bounds=None):
+    def from_array(cls, X, n_blocks, *, sparse=None, row_bounds=None, col_bounds=None, kappa=0.0):
         """:meth:`BlockData.from_array` with the row and column bounds named apart."""
         given = row_bounds is not None or col_bounds is not None
         bounds = (
@@ -266,7 +305,7 @@ class NMFData(BlockData):
                   for b, n, what in zip((row_bounds, col_bounds), np.shape(X), cls.mode_names))
             if given else None
         )
-        return super().from_array(X, n_blocks, sparse=sparse, bounds=bounds)
+        return super().from_array(X, n_blocks, sparse=sparse, bounds=bounds, kappa=kappa)
 
     row_bounds = property(lambda self: self.bounds[0], doc="Bounds of the row groups.")
     col_bounds = property(lambda self: self.bounds[1], doc="Bounds of the column groups.")

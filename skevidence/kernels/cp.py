@@ -132,7 +132,7 @@ def _views(F, g, rows, m):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _dense_block_2(X, F, rows, g, work, keep):
+def _dense_block_2(X, F, rows, g, work, keep, kappa):
     """Likelihood gradients of one dense two-way block into ``g``; its log-likelihood.
 
     ``V`` comes from one BLAS product and returns the gradients through two
@@ -151,8 +151,8 @@ def _dense_block_2(X, F, rows, g, work, keep):
             x = X[i, j]
             v = V[i - i0, j - j0]
             if keep:
-                ll += entry_loglik(x, v)
-            V[i - i0, j - j0] = entry_grad(x, v)
+                ll += entry_loglik(x, v, kappa)
+            V[i - i0, j - j0] = entry_grad(x, v, kappa)
     # V now holds E = dlog p / dV.
     np.dot(V, Htb, gW)
     np.dot(V.T, Wb, gHt)
@@ -160,7 +160,7 @@ def _dense_block_2(X, F, rows, g, work, keep):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _dense_block_3(X, F, rows, g, work, keep):
+def _dense_block_3(X, F, rows, g, work, keep, kappa):
     """Three-way counterpart of :func:`_dense_block_2`: one fused pass over the block's entries."""
     R = F.shape[1]
     i0, i1, j0, j1, k0, k1 = rows[0, 2], rows[0, 3], rows[1, 2], rows[1, 3], rows[2, 2], rows[2, 3]
@@ -180,8 +180,8 @@ def _dense_block_3(X, F, rows, g, work, keep):
                     v += ab[r] * C[k, r]
                 x = X[i, j, k]
                 if keep:
-                    ll += entry_loglik(x, v)
-                e = entry_grad(x, v)
+                    ll += entry_loglik(x, v, kappa)
+                e = entry_grad(x, v, kappa)
                 for r in range(R):
                     ckr = C[k, r]
                     gA[i - i0, r] += e * Bf[j, r] * ckr
@@ -265,15 +265,19 @@ def _sparse_block(X, coords, vals, start, stop, F, rows, g, sums, keep):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _block_loglik(X, coords, vals, block_ptr, sparse, bid, F, rows, g, work, keep):
-    """Log-likelihood of block ``bid`` (without lgamma; 0 unless ``keep``), its gradients into ``g``."""
+def _block_loglik(X, coords, vals, block_ptr, sparse, bid, F, rows, g, work, keep, kappa):
+    """Log-likelihood of block ``bid`` (without its constant; 0 unless ``keep``), its gradients into ``g``.
+
+    ``kappa`` is the likelihood switch of :mod:`skevidence.kernels._likelihood`
+    (sparse blocks are Poisson: :class:`BlockData` refuses sparse Gamma data).
+    """
     if sparse:
         sums = work[: rows.shape[0] * F.shape[1]].reshape((rows.shape[0], F.shape[1]))
         return _sparse_block(X, coords, vals, block_ptr[bid], block_ptr[bid + 1], F, rows, g, sums, keep)
     # X.ndim is a compile-time constant: numba prunes the other branch.
     if X.ndim == 2:
-        return _dense_block_2(X, F, rows, g, work, keep)
-    return _dense_block_3(X, F, rows, g, work, keep)
+        return _dense_block_2(X, F, rows, g, work, keep, kappa)
+    return _dense_block_3(X, F, rows, g, work, keep, kappa)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -294,7 +298,7 @@ def _work_sizes(X, bounds, sparse, R):
 
 
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
-def _cp_chain(X, coords, vals, block_ptr, sparse, block_lgamma, bounds, offsets, F, vF, streams,
+def _cp_chain(X, coords, vals, block_ptr, sparse, block_lgamma, kappa, bounds, offsets, F, vF, streams,
               temperature, n_samples, n_burnin, step_a, step_b, mode, alpha, sigma, freeze, rates,
               part_scale, log_lik, F_sum):
     """Whole chain, dense (``X``) or sparse (``coords, vals, block_ptr``); returns
@@ -329,7 +333,7 @@ def _cp_chain(X, coords, vals, block_ptr, sparse, block_lgamma, bounds, offsets,
             bid = _part_groups(bounds, part, b, groups_buf[b])
             _block_rows(bounds, offsets, groups_buf[b], rows)
             g = g_buf[b]
-            ll = _block_loglik(X, coords, vals, block_ptr, sparse, bid, F, rows, g, work_buf[b], keep)
+            ll = _block_loglik(X, coords, vals, block_ptr, sparse, bid, F, rows, g, work_buf[b], keep, kappa)
             ll_blocks[b] = ll - block_lgamma[bid]
             ok, capped, at = True, 0, 0
             for m in range(n_modes):
@@ -354,7 +358,7 @@ _cp_chain_serial = _serial_twin(_cp_chain)
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _cp_prior_scores(X, coords, vals, block_ptr, sparse, block_lgamma, bounds, offsets, F, streams,
+def _cp_prior_scores(X, coords, vals, block_ptr, sparse, block_lgamma, kappa, bounds, offsets, F, streams,
                      rates, transposed, part_scale, log_lik, F_sum):
     """Score exact prior draws of the factors, each on one random part.
 
@@ -383,7 +387,8 @@ def _cp_prior_scores(X, coords, vals, block_ptr, sparse, block_lgamma, bounds, o
         for b in range(B):
             bid = _part_groups(bounds, part, b, groups)
             _block_rows(bounds, offsets, groups, rows)
-            total += _block_loglik(X, coords, vals, block_ptr, sparse, bid, F, rows, g, work, True) - block_lgamma[bid]
+            total += (_block_loglik(X, coords, vals, block_ptr, sparse, bid, F, rows, g, work, True, kappa)
+                      - block_lgamma[bid])
         log_lik[k] = total * scales[part]
         n_evals += part_sizes[part]
     return n_evals
@@ -413,7 +418,7 @@ def _kernel_data(data):
         arrays = (np.empty((0,) * N), data.coords, data.vals, data.block_ptr)
     else:
         arrays = (data.X, np.empty((N, 0), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64))
-    return (*arrays, data.is_sparse, data.block_lgamma, np.array(data.bounds),
+    return (*arrays, data.is_sparse, data.block_lgamma, data.kappa, np.array(data.bounds),
             np.concatenate(([0], np.cumsum(data.shape))))
 
 
@@ -524,7 +529,7 @@ def run_cp_chain(data, factors, *, temperature, n_samples, n_burnin, step_a, ste
     precond = [vF[offsets[m] : offsets[m + 1]] for m in range(len(factors))]
     streams = seed_streams(seed_seq, data.n_blocks + 1)
     log_lik = np.empty(n_kept)
-    mode = _sampler_mode(sampler, views, precond, data.mode_sums, temperature,
+    mode = _sampler_mode(sampler, views, precond, data.curvature_sums, temperature,
                          " and ".join((", ".join(names[:-1]), names[-1])))
     # The parallel runtime forks and joins every iteration: worth it only for parts
     # with enough entries (and fragile when other processes load the cores). The

@@ -21,9 +21,9 @@ _DATA = {2: NMFData, 3: PARAFACData}
 BLOCKED_DATA = tuple(_DATA.values())
 
 
-def block_data(X, n_blocks):
-    """Split a validated ``X`` into ``n_blocks`` groups per mode for its kernel."""
-    return _DATA[len(X.shape)].from_array(X, n_blocks)
+def block_data(X, n_blocks, kappa=0.0):
+    """Split a validated ``X`` into ``n_blocks`` groups per mode for its kernel (``kappa``: the likelihood)."""
+    return _DATA[len(X.shape)].from_array(X, n_blocks, kappa=kappa)
 
 
 def _run_two_modes(data, model, factors, seed_seq, n_kept=None, **chain):

@@ -220,16 +220,21 @@ class CPModel(EvidenceModel):
         if isinstance(X, BLOCKED_DATA):
             data = X
         else:
-            X = self.check_data(X)
+            kappa = self.likelihood.kappa
+            # The Gamma family checks its entries itself (zeros, real values) and is dense.
+            X = self.check_data(X) if kappa == 0.0 else check_real_entries(X, kappa)
             if self.n_blocks > min(X.shape):
                 raise ValueError(
                     f"n_blocks={self.n_blocks} is larger than the {self.array_name} allows: X has shape "
                     f"{X.shape}, and each mode must be split into n_blocks non-empty groups. "
                     f"Use n_blocks <= {min(X.shape)}."
                 )
-            data = block_data(X, self.n_blocks)
+            data = block_data(X, self.n_blocks, self.likelihood.kappa)
         if data.n_blocks != self.n_blocks:
             raise ValueError(f"The prepared data have {data.n_blocks} blocks, the model {self.n_blocks}.")
+        if data.kappa != self.likelihood.kappa:
+            raise ValueError(f"The prepared data were blocked for kappa={data.kappa:g}, the model's likelihood "
+                             f"has kappa={self.likelihood.kappa:g}.")
         return data, None
 
     def n_data(self, X, y=None):
@@ -284,11 +289,5 @@ class CPModel(EvidenceModel):
     def chain_runner(self, X, y, *, sampler, batch_size):
         """The fused block-parallel runner; ``batch_size`` is not used (the minibatch is a part)."""
         from ._cp_runner import CPChainRunner
-
-        if self.likelihood.kappa != 0.0:
-            raise ValueError(
-                f"The SG-MCMC kernels of the prior path take the Poisson likelihood only; the "
-                f"{type(self.likelihood).__name__} is estimated by referenced TI (reference='vb')."
-            )
 
         return CPChainRunner(self, X, sampler=sampler)

@@ -60,9 +60,9 @@ class PoissonNMFModel(CPModel):
         Number of row groups and of column groups :math:`B`.
     likelihood : PoissonLikelihood, GammaLikelihood or None
         The density of an entry given its mean (``None``: Poisson). The
-        Gamma likelihoods are estimated by referenced TI
-        (:func:`~skevidence.evidence.referenced_ti_log_evidence`); the
-        fused SG-MCMC kernels of the prior path are Poisson only.
+        fused SG-MCMC kernels of the prior path run every likelihood (the
+        Gamma family on dense blocks); referenced TI
+        (:func:`~skevidence.evidence.referenced_ti_log_evidence`) too.
     """
 
     name = "Poisson NMF"
