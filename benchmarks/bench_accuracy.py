@@ -41,11 +41,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from _environment import git_state
-
 import skevidence
 from skevidence import BayesianNMFRankSelector, PARAFACRankSelector, PoissonNMF, PoissonPARAFAC
 from skevidence.evidence import smc_log_evidence
+
+from _environment import git_state
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ import time
 import warnings
 
 import numpy as np
-from _environment import git_state
 from threadpoolctl import threadpool_limits
 
 from skevidence import BayesianNMFRankSelector
@@ -41,6 +40,8 @@ from skevidence.datasets import load_example_audio, make_harmonic_melody
 from skevidence.evidence.referenced import _Data
 from skevidence.kernels.hmc import cp_log_likelihood
 from skevidence.kernels.nmf import NMFData, run_nmf_chain
+
+from _environment import git_state
 
 MODELS = {
     "exponential, power": dict(likelihood="exponential", power=2, scale=1.0),

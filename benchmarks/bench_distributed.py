@@ -28,11 +28,11 @@ import time
 import joblib
 import numpy as np
 
-from _environment import blas_gflops, git_state
-from bench_p2_nmf import make_data
-
 import skevidence
 from skevidence import BayesianNMFRankSelector
+
+from _environment import blas_gflops, git_state
+from bench_p2_nmf import make_data
 
 
 def main():
@@ -70,7 +70,7 @@ def main():
     timed("n_jobs=1", n_jobs=1)
     timed("n_jobs=2 (loky)", n_jobs=2)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        with Client(cluster) as client:
+        with Client(cluster):
             with joblib.parallel_config(backend="dask"):
                 BayesianNMFRankSelector(**warm, n_jobs=-1, reference="prior").fit(X)  # compile on the workers
                 timed("LocalCluster 2x1 (dask)", n_jobs=-1)

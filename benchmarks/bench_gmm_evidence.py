@@ -35,14 +35,13 @@ from sklearn.mixture import GaussianMixture
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from gmm_exact import gmm_exact_log_evidence  # noqa: E402
-from test_gmm_evidence import partition_log_evidence  # noqa: E402
-
 from skevidence import BayesianGMM  # noqa: E402
 from skevidence.evidence import ais_log_evidence  # noqa: E402
 from skevidence.models import DiagonalGaussianMixture  # noqa: E402
 
 from _environment import git_state  # noqa: E402
 from bench_p6_sgais import prior_transform  # noqa: E402
+from test_gmm_evidence import partition_log_evidence  # noqa: E402
 
 SEPARATED = {
     3: [[-6, 0], [0, 5], [6, -1]],
@@ -169,7 +168,7 @@ def selection_tables(args):
             diff = f"{s.log_evidence - ref:>12.2f}" if ref is not None else f"{'-':>12}"
             print(f"{k:>2} {fmt(s.log_evidence, s.std_error)} {fmt(ref, ref_err)} {diff} {bic:>10.0f} "
                   f"{elapsed:>6.1f}s", flush=True)
-        pick = lambda col, best: best(range(6), key=lambda i: rows[i][col] if rows[i][col] is not None else np.nan)  # noqa: E731
+        pick = lambda col, best: best(range(6), key=lambda i: rows[i][col] if rows[i][col] is not None else np.nan)  # noqa: E731, B023 (called at once)
         refs = [r[2] for r in rows if r[2] is not None]
         ref_k = next(r[0] for r in rows if r[2] is not None and r[2] == max(refs))
         print(f"chosen K: SGAIS {rows[pick(1, max)][0]}, {ref_name} {ref_k} (among the K it covers), "

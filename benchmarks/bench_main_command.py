@@ -36,10 +36,10 @@ import time
 
 import numpy as np
 
-from _environment import git_state
-
 import skevidence
 from skevidence.cli import main as cli_main
+
+from _environment import git_state
 
 BUDGETS = {
     "default": [],

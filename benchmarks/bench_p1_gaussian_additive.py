@@ -249,7 +249,8 @@ def main(argv=None):
                     rate = nev / wall if wall > 0 else np.nan
                     p(
                         f"{ladder:<8} {n_temps:>3} {sampler:<6} {true_r:>5} {arg_sti!s:>6} {arg_ex:>5} {arg_tr:>7} "
-                        f"{fmt(zmax, '8.2f'):>8} {fmt(zsmax, '8.2f'):>8} {fmt(np.mean(np.abs(e_ex)) if ok else None, '12.2f'):>12} "
+                        f"{fmt(zmax, '8.2f'):>8} {fmt(zsmax, '8.2f'):>8} "
+                        f"{fmt(np.mean(np.abs(e_ex)) if ok else None, '12.2f'):>12} "
                         f"{np.mean(np.abs(t_ex)):>13.2f} {fmt(np.mean(np.abs(e_tr)) if ok else None, '14.2f'):>14} "
                         f"{fmt(np.mean([se[r] for r in ok]) if ok else None, '8.2f'):>8} {wall:>8.2f} "
                         f"{fmt(rate / 1e6, '7.2f'):>7} {wall / t_exact[true_r]:>9.0f}"

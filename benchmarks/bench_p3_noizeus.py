@@ -42,14 +42,14 @@ import numba
 import numpy as np
 from numba import njit
 
-from _environment import blas_gflops, blas_threads, git_state
-
 import skevidence
 from skevidence import EvidenceGridSearch, PoissonNMF, SemiSupervisedNMF
 from skevidence.audio import SpectrogramTransformer, load_audio
 from skevidence.kernels._langevin import _LOGSGLD, _langevin_update
 from skevidence.kernels._rng import fill_standard_normal, seed_streams
 from skevidence.kernels.nmf import NMFData, block_bounds, run_nmf_chain
+
+from _environment import blas_gflops, blas_threads, git_state
 
 
 def _noizeus_root(given):

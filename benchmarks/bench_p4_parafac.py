@@ -34,10 +34,10 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
-from _environment import blas_gflops, git_state
-
 import skevidence
 from skevidence import EvidenceGridSearch, PoissonPARAFAC
+
+from _environment import blas_gflops, git_state
 
 SHAPE, RATE = (10, 15, 20), 3.0
 
@@ -107,8 +107,10 @@ def main():
         names = list(results)
         print(f"{'rank':>4} " + " ".join(f"{n:>22}" for n in names))
         for k, rank in enumerate(ranks):
-            cells = [f"{results[n][0][k]:12.2f} ± {results[n][1][k]:6.2f}" + ("* " if n == "Chib" and warned[k] else "  ")
-                     for n in names]
+            cells = [
+                f"{results[n][0][k]:12.2f} ± {results[n][1][k]:6.2f}" + ("* " if n == "Chib" and warned[k] else "  ")
+                for n in names
+            ]
             print(f"{rank:>4} " + " ".join(cells))
         print(f"{'time':>4} " + " ".join(f"{results[n][2]:20.1f} s" for n in names))
         print(f"{'best':>4} " + " ".join(f"{results[n][3]:22d}" for n in names))

@@ -61,13 +61,13 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from _environment import blas_gflops, blas_threads, git_state
-
 import skevidence
 from skevidence import PARAFACRankSelector
 from skevidence.kernels._langevin import _LOGSGLD, _langevin_update
 from skevidence.kernels._rng import fill_standard_normal, seed_streams
 from skevidence.kernels.parafac import PARAFACData, run_parafac_chain
+
+from _environment import blas_gflops, blas_threads, git_state
 
 # ---------------------------------------------------------------- protocol P5
 WALL_POST_SHAPE = (42390, 39986, 1506)
@@ -212,7 +212,8 @@ def rusage_peaks_mb():
 def run_selection(X, args, prior_rate, n_samples, n_burnin):
     selector = PARAFACRankSelector(
         ranks=args.ranks, prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed, verbose=1,
-        n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS, n_samples=n_samples, n_burnin=n_burnin, reference="prior"
+        n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS, n_samples=n_samples, n_burnin=n_burnin,
+        reference="prior",
     )
     with PeakMemory() as memory, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -323,7 +324,7 @@ def print_time_per_iteration(rows, t_noise, t_update, shape, rank, steps, repeat
     print(f"one {sampler} chain, rank {rank}, {I}×{J}×{K}, B={N_BLOCKS} (parts of ≈ nnz/{N_BLOCKS**2} "
           f"non-zeros), 1 numba thread, best of {repeats} × {steps} iterations")
     print(f"{'nnz':>10} {'nnz/part':>9} {'ms/iter':>9} {'ratio':>7} {'fit a+b·nnz':>12} {'nnz share':>10}")
-    for (target, n, s), f in zip(rows, fitted):
+    for (_target, n, s), f in zip(rows, fitted):
         ratio = "-" if n == rows[0][1] else f"{s / smallest:7.3f}"
         print(f"{n:>10d} {n / N_BLOCKS**2:9.0f} {1e3 * s:9.3f} {ratio:>7} {1e3 * f:12.3f} {b * n / s:10.1%}")
     print(f"ratio = ms/iter over that of the smallest protocol size ({rows[1][1]} non-zeros); "
@@ -430,7 +431,8 @@ def main():
         consistency, cc_rank, cc_time = corcondia(Xd, DENSE_CANDIDATES, args.cc_threshold, 5, args.seed)
         selector = PARAFACRankSelector(
             ranks=DENSE_CANDIDATES, prior_rate=1.0, n_jobs=args.n_jobs, random_state=args.seed,
-            sampler=args.sampler, temperatures=N_TEMPS, n_samples=cfg["n_samples"], n_burnin=cfg["n_burnin"], reference="prior"
+            sampler=args.sampler, temperatures=N_TEMPS, n_samples=cfg["n_samples"], n_burnin=cfg["n_burnin"],
+            reference="prior",
         )
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -442,7 +444,8 @@ def main():
         print("CORCONDIA: tensorly parafac (ALS, best of 5 random starts, ≤ 500 iterations) + "
               "tlviz core_consistency (Bro's, not normalised)")
         print(f"STI: PARAFACRankSelector, prior rate 1 (the generating one), {args.sampler}, T={N_TEMPS}, "
-              f"K={cfg['n_samples']} (last {cfg['n_samples'] - cfg['n_burnin']} kept), B=auto (5), n_jobs={args.n_jobs}")
+              f"K={cfg['n_samples']} (last {cfg['n_samples'] - cfg['n_burnin']} kept), B=auto (5), "
+              f"n_jobs={args.n_jobs}")
         print(f"{'rank':>5} {'core cons. %':>13} {'rel. error':>11} {'log-evidence':>14} {'± SE':>7} {'P':>6}")
         for k, rank in enumerate(DENSE_CANDIDATES):
             cc, err = consistency[rank]

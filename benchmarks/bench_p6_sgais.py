@@ -303,7 +303,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="N = 1e4, nlive 100, 500 AIS temperatures, 60 s limit (each unless given)")
     parser.add_argument("--n", type=float, default=None, help="data points N (default 1e6, the protocol)")
-    parser.add_argument("--problems", default=",".join(PROBLEMS), help="comma-separated subset of " + ",".join(PROBLEMS))
+    parser.add_argument("--problems", default=",".join(PROBLEMS),
+                        help="comma-separated subset of " + ",".join(PROBLEMS))
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of " + ",".join(METHODS))
     parser.add_argument("--time-limit", type=float, default=None,
                         help="wall seconds per method and problem (default 1800, --quick 60)")

@@ -116,7 +116,7 @@ def evidence_at(gmm, n):
 # be read off the path.
 
 print(f"{'segment':>14} " + " ".join(f"{'K=' + str(k):>9}" for k in models) + "   best   per datum")
-for (lo, hi), true_k in zip(segments, (3, 5, 7)):
+for (lo, hi), _true_k in zip(segments, (3, 5, 7)):
     gains = {k: evidence_at(g, hi) - evidence_at(g, lo) for k, g in models.items()}
     best = max(gains, key=gains.get)
     print(

@@ -122,11 +122,11 @@ def _build_parser():
                      help=f"ladder intervals (default: {VB_CHAIN['temperatures']} for vb, a multiple of 4; "
                      f"{PRIOR_CHAIN['temperatures']} for prior)")
     nmf.add_argument("--n-samples", type=_positive_int, default=None,
-                     help=f"iterations per temperature, burn-in included (default: {VB_CHAIN['n_samples']} for vb, which --tol "
-                     f"lengthens; {PRIOR_CHAIN['n_samples']} for prior)")
+                     help=f"iterations per temperature, burn-in included (default: {VB_CHAIN['n_samples']} for vb, "
+                     f"which --tol lengthens; {PRIOR_CHAIN['n_samples']} for prior)")
     nmf.add_argument("--n-burnin", type=int, default=None,
-                     help=f"burn-in iterations per temperature (default: {VB_CHAIN['n_burnin']} for vb; {PRIOR_CHAIN['n_burnin']} "
-                     f"for prior)")
+                     help=f"burn-in iterations per temperature (default: {VB_CHAIN['n_burnin']} for vb; "
+                     f"{PRIOR_CHAIN['n_burnin']} for prior)")
     nmf.add_argument("--seed", type=int, default=0, help="random seed (the same seed gives the same numbers)")
     nmf.add_argument(
         "--cache", type=Path, metavar="DIR",

@@ -10,9 +10,9 @@ floating-point rounding.
 import math
 
 import numpy as np
-from naive_nmf import PyXoshiro, _entry_constant, _entry_grad, _entry_loglik, _update
 from scipy.special import gammaln
 
+from naive_nmf import PyXoshiro, _entry_constant, _entry_grad, _entry_loglik, _update
 from skevidence.kernels._rng import seed_streams
 from skevidence.samplers import StepSizeSchedule
 

@@ -17,9 +17,9 @@ import warnings
 import numpy as np
 import pytest
 from numba import njit
-from poisson_parafac_exact import rank1_log_evidence
 from scipy import sparse, special, stats
 
+from poisson_parafac_exact import rank1_log_evidence
 from skevidence.estimators.poisson_parafac import PoissonPARAFAC
 from skevidence.evidence import EvidenceResult
 from skevidence.evidence.chib import chib_log_evidence_parafac
@@ -261,7 +261,7 @@ def test_scale_move_targets_the_scale_conditional():
     for axis, samples in ((1, u[:, 0]), (0, u[:, 1])):
         cdf = np.cumsum(density.sum(axis=axis))
         cdf /= cdf[-1]
-        assert stats.kstest(samples, lambda x: np.interp(x, grid, cdf)).pvalue > 1e-3
+        assert stats.kstest(samples, lambda x: np.interp(x, grid, cdf)).pvalue > 1e-3  # noqa: B023 (called at once)
     # The component tensor, hence the likelihood, is unchanged.
     A2, B2, C2 = A.copy(), B.copy(), C.copy()
     _scale_chain(2, A2, B2, C2, lams, 10)

@@ -16,8 +16,8 @@ from skevidence.cli import main
 from skevidence.datasets import example_audio_path
 
 #: Small settings: the point is the plumbing, not the evidence.
-FAST = ["--ranks", "1", "2", "--likelihood", "poisson", "--reference", "prior", "--temperatures", "3", "--n-samples", "120",
-        "--n-burnin", "40",
+FAST = ["--ranks", "1", "2", "--likelihood", "poisson", "--reference", "prior", "--temperatures", "3",
+        "--n-samples", "120", "--n-burnin", "40",
         "-q"]
 
 

@@ -11,7 +11,6 @@ distributed = pytest.importorskip("distributed", reason="needs the 'dask' extra"
 
 from skevidence import BayesianNMFRankSelector, EvidenceGridSearch, GaussianAdditiveModel  # noqa: E402
 
-
 #: The cluster below has two single-threaded workers on this machine: each task may
 #: use half of its cores.
 EXPECTED_THREADS = max(1, (os.cpu_count() or 1) // 2)

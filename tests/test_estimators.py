@@ -28,7 +28,9 @@ def _estimators():
         EvidenceGridSearch(GaussianAdditiveModel(**FAST, random_state=0), {"n_components": [1, 2]}),
         EvidenceGridSearch(BayesianLinearRegression(method="exact"), {"noise_var": [0.5, 1.0]}),
         PoissonNMF(n_components=2, temperatures=2, n_samples=40, n_burnin=10, random_state=0, reference="prior"),
-        BayesianNMFRankSelector(ranks=(1, 2), temperatures=2, n_samples=40, n_burnin=10, random_state=0, reference="prior"),
+        BayesianNMFRankSelector(
+            ranks=(1, 2), temperatures=2, n_samples=40, n_burnin=10, random_state=0, reference="prior"
+        ),
     ]
 
 

@@ -8,10 +8,10 @@ import warnings
 
 import numpy as np
 import pytest
-from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from scipy import sparse, stats
 from scipy.special import gammaln, logsumexp
 
+from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from skevidence import BayesianNMFRankSelector, PoissonNMF
 from skevidence.datasets import make_harmonic_melody
 from skevidence.evidence.referenced import _Data, laplace_reference, referenced_ti_log_evidence
@@ -101,7 +101,6 @@ CHAIN_SAMPLERS = [("sgld", 1e-3), ("psgld", 1e-5), ("logsgld", 0.05)]
 @pytest.mark.parametrize(("I", "J", "R", "B"), [(7, 5, 2, 1), (10, 8, 3, 2), (9, 12, 4, 4)])
 def test_nmf_chain_kernel_matches_twin(I, J, R, B, sampler, step_a, kappa):
     from naive_nmf import naive_nmf_chain
-
     from skevidence.kernels.nmf import NMFData, run_nmf_chain
 
     X, W0, H0 = _gamma_matrix(I, J, R, kappa, seed=I + R)
@@ -123,7 +122,6 @@ def test_nmf_chain_kernel_matches_twin(I, J, R, B, sampler, step_a, kappa):
 @pytest.mark.parametrize(("sampler", "step_a"), [("sgld", 3e-4), ("logsgld", 0.05)])
 def test_parafac_chain_kernel_matches_twin(sampler, step_a, kappa):
     from naive_parafac import naive_parafac_chain
-
     from skevidence.kernels.parafac import PARAFACData, run_parafac_chain
 
     rng = np.random.default_rng(8)
@@ -146,7 +144,6 @@ def test_parafac_chain_kernel_matches_twin(sampler, step_a, kappa):
 @pytest.mark.parametrize("kappa", [1.0, 2.5])
 def test_prior_scoring_matches_twin(kappa):
     from naive_nmf import naive_prior_scores
-
     from skevidence.kernels import _rng
     from skevidence.kernels.nmf import NMFData, score_nmf_prior
 

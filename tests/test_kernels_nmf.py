@@ -4,21 +4,21 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from naive_nmf import PyXoshiro, naive_nmf_chain, naive_prior_scores
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import special, stats
 from scipy.special import gammaln
 
+from naive_nmf import PyXoshiro, naive_nmf_chain, naive_prior_scores
 from skevidence._config import MAX_CAPPED_FRACTION
 from skevidence.exceptions import SamplerDivergenceError
 from skevidence.kernels import (
     NMFData,
+    _rng,
     block_bounds,
     compile_nmf_kernels,
     group_by_blocks,
     run_nmf_chain,
 )
-from skevidence.kernels import _rng
 
 # (I, J, R, B): B = 1, even and uneven groups, B = min(I, J).
 SHAPES = [(7, 5, 2, 1), (10, 8, 3, 2), (13, 11, 2, 3), (9, 12, 4, 4), (6, 5, 1, 5)]

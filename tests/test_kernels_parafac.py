@@ -4,20 +4,20 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from naive_parafac import naive_parafac_chain, naive_prior_scores
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import gammaln
 
+from naive_parafac import naive_parafac_chain, naive_prior_scores
 from skevidence._config import MAX_CAPPED_FRACTION
 from skevidence.exceptions import SamplerDivergenceError
 from skevidence.kernels import _rng
+from skevidence.kernels.blocks import group_tensor_by_blocks
 from skevidence.kernels.parafac import (
     PARAFACData,
     compile_parafac_kernels,
     run_parafac_chain,
     score_parafac_prior,
 )
-from skevidence.kernels.blocks import group_tensor_by_blocks
 
 # (I, J, K, R, B): B = 1; B = 2 and 3 with uneven groups; B = min(I, J, K).
 SHAPES = [(5, 4, 3, 2, 1), (7, 6, 5, 3, 2), (8, 7, 10, 2, 3), (4, 6, 5, 1, 4)]

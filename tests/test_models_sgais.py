@@ -9,7 +9,6 @@ from skevidence.evidence import ais_log_evidence, sgais_log_evidence, sti_log_ev
 from skevidence.models.gaussian_mixture import DiagonalGaussianMixture
 from skevidence.models.softmax_regression import SoftmaxRegression
 
-
 # --------------------------------------------------------------------------- helpers
 
 

@@ -147,7 +147,13 @@ def test_poisson_nmf_bad_input(X, params, match):
 
 @pytest.mark.parametrize(
     "ranks, match",
-    [((0, 1), "at least 1"), ((1, 31), "exceed what the data allow"), ((), "non-empty"), ((1.5,), "integers"), ((2, 2), "repeat")],
+    [
+        ((0, 1), "at least 1"),
+        ((1, 31), "exceed what the data allow"),
+        ((), "non-empty"),
+        ((1.5,), "integers"),
+        ((2, 2), "repeat"),
+    ],
 )
 def test_selector_bad_ranks(ranks, match):
     with pytest.raises(ValueError, match=match):

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from poisson_nmf_exact import rank1_log_evidence
 
+from poisson_nmf_exact import rank1_log_evidence
 from skevidence import BayesianNMFRankSelector, PoissonNMF, sti_log_evidence
 from skevidence.models import GaussianAdditive, PoissonNMFModel
 

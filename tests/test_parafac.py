@@ -6,11 +6,11 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from poisson_parafac_exact import rank1_log_evidence
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from poisson_parafac_exact import rank1_log_evidence
 from skevidence.estimators.poisson_parafac import PoissonPARAFAC
 from skevidence.evidence.sti import sti_log_evidence
 from skevidence.exceptions import SamplerDivergenceError

@@ -6,12 +6,12 @@ import warnings
 
 import numpy as np
 import pytest
-from cp_twins import naive_intensity, numeric_gradient, stacked_factors
-from poisson_nmf_exact import rank1_log_evidence
-from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from scipy import sparse, special, stats
 from sklearn.exceptions import ConvergenceWarning
 
+from cp_twins import naive_intensity, numeric_gradient, stacked_factors
+from poisson_nmf_exact import rank1_log_evidence
+from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import BayesianNMFRankSelector, PoissonNMF, PoissonPARAFAC
 from skevidence.evidence.referenced import (
     _Data,

@@ -45,7 +45,10 @@ def test_sgld_large_step_inflates_variance(rng):
     """The O(epsilon) bias of Theorem 1 is real: a 10x larger step is visibly worse."""
     small = np.cov(_run(SGLD(), rng, 50_000, 1_000, 0.01).T)
     large = np.cov(_run(SGLD(), rng, 50_000, 1_000, 0.3).T)
-    err = lambda c: np.abs(c - COV).max()
+
+    def err(c):
+        return np.abs(c - COV).max()
+
     assert err(large) > 3 * err(small)
 
 
@@ -117,7 +120,9 @@ def test_get_sampler():
         get_sampler("hmc")
 
 
-@pytest.mark.parametrize("kwargs, match", [({"alpha": 1.0}, "alpha"), ({"sigma": 0.0}, "sigma"), ({"adapt": "x"}, "adapt")])
+@pytest.mark.parametrize(
+    "kwargs, match", [({"alpha": 1.0}, "alpha"), ({"sigma": 0.0}, "sigma"), ({"adapt": "x"}, "adapt")]
+)
 def test_psgld_rejects_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         PSGLD(**kwargs)

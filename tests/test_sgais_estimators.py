@@ -16,9 +16,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skevidence.estimators import gmm as gmm_module
 from skevidence.estimators import logistic_regression as lr_module
+from skevidence.estimators._online import posterior_particles
 from skevidence.estimators.gmm import BayesianGMM, relabel_particles
 from skevidence.estimators.logistic_regression import BayesianLogisticRegression
-from skevidence.estimators._online import posterior_particles
 from skevidence.evidence.sgais import chunk_boundaries
 from skevidence.models.gaussian_mixture import DiagonalGaussianMixture
 from skevidence.models.softmax_regression import SoftmaxRegression

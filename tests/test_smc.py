@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from poisson_nmf_exact import rank1_log_evidence
-from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from scipy import sparse, special, stats
 
+from poisson_nmf_exact import rank1_log_evidence
+from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import PoissonNMF, PoissonPARAFAC
 from skevidence.evidence._counts import count_entries
 from skevidence.evidence.smc import combine_runs, smc_log_evidence

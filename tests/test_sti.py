@@ -87,7 +87,9 @@ def test_sti_quick_agreement_and_result_fields(seed):
     """A fast end-to-end check that runs in every test session."""
     x = _gaussian_additive_data(seed, 1.0, 1.0, 1.0, 2000, 2)
     model = GaussianAdditive(2, 1.0, 1.0, 1.0)
-    result = sti_log_evidence(model, x, temperatures=10, n_samples=1000, n_burnin=300, batch_size=100, random_state=seed)
+    result = sti_log_evidence(
+        model, x, temperatures=10, n_samples=1000, n_burnin=300, batch_size=100, random_state=seed
+    )
     assert abs(result.log_evidence - model.exact_log_evidence(x)) <= 4 * result.std_error
     assert result.method == "sti"
     assert result.temperatures.shape == result.expected_log_likelihood.shape == (11,)

@@ -1,8 +1,7 @@
 """What every evidence-scored estimator shares: STI settings, fit bookkeeping, ``score``."""
 
-from numbers import Integral, Real
-
 import warnings
+from numbers import Integral, Real
 
 import joblib
 import numpy as np

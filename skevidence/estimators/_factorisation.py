@@ -11,9 +11,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..samplers import Sampler
 from .._config import DEFAULT_TOL
 from ..evidence.referenced import RTI_DEFAULTS
+from ..samplers import Sampler
 from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
 __all__ = [

@@ -14,8 +14,9 @@ __all__ = ["BayesianNMFRankSelector"]
 
 #: PoissonNMF parameters the selector passes through unchanged.
 _NMF_PARAMS = (
-    "prior_rate", "likelihood", "likelihood_shape", "method", "reference", "tol", "max_time", "n_blocks", "sampler", "prior_rate_h", "temperatures", "ladder",
-    "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
+    "prior_rate", "likelihood", "likelihood_shape", "method", "reference", "tol", "max_time", "n_blocks", "sampler",
+    "prior_rate_h", "temperatures", "ladder", "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs",
+    "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
     "random_state",
 )  # fmt: skip
 

@@ -13,7 +13,14 @@ from ..models._factorisation import auto_prior_rate, make_likelihood
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_SAMPLER, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
+from ._factorisation import (
+    CHIB_DEFAULTS,
+    CP_PARAMETER_CONSTRAINTS,
+    CP_SAMPLER,
+    DEFAULT_TOL,
+    SMC_DEFAULTS,
+    CPEstimatorMixin,
+)
 
 __all__ = ["PoissonNMF"]
 

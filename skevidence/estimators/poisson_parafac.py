@@ -11,7 +11,14 @@ from sklearn.utils.validation import validate_data
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
 from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, CP_SAMPLER, CP_PARAMETER_CONSTRAINTS, DEFAULT_TOL, SMC_DEFAULTS, CPEstimatorMixin
+from ._factorisation import (
+    CHIB_DEFAULTS,
+    CP_PARAMETER_CONSTRAINTS,
+    CP_SAMPLER,
+    DEFAULT_TOL,
+    SMC_DEFAULTS,
+    CPEstimatorMixin,
+)
 
 __all__ = ["PoissonPARAFAC"]
 

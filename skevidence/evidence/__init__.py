@@ -1,15 +1,15 @@
 """Evidence methods, the temperature ladder, standard errors and the result record."""
 
+from ..models._trace import ChainTrace
 from ._ladder import temperature_ladder, trapezoid_weights
 from ._result import ERROR_PIECES, EvidenceResult
-from ..models._trace import ChainTrace
 from ._runner import GradientChainRunner, Minibatches
 from ._stderr import batch_means_variance, integrated_autocorr_time
 from .ais import ais_log_evidence
 from .chib import chib_log_evidence_nmf, chib_log_evidence_parafac
 from .exact import exact_log_evidence
-from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
 from .referenced import laplace_reference, referenced_ti_log_evidence, variational_reference
+from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
 from .smc import smc_log_evidence
 from .sti import sti_log_evidence
 

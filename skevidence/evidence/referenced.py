@@ -70,8 +70,8 @@ from ._counts import count_entries
 from ._result import EvidenceResult
 from ._stderr import batch_means_variance
 
-__all__ = ["referenced_ti_log_evidence", "variational_reference", "laplace_reference", "RTI_DEFAULTS", "rti_temperatures",
-           "simpson_weights"]
+__all__ = ["referenced_ti_log_evidence", "variational_reference", "laplace_reference", "RTI_DEFAULTS",
+           "rti_temperatures", "simpson_weights"]
 
 #: Defaults of the referenced path (measured on the bundled clip and on
 #: simulated counts against the SMC; see the user guide).

@@ -132,7 +132,8 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def fisher_pass(dense2, X, coords, F, offsets, kappa, out):
-    r"""Fill ``out`` with the Gamma likelihood's expected curvature :math:`\kappa\sum_e (\partial V_e/\partial F_{ir})^2 / V_e^2`.
+    r"""Fill ``out`` with the Gamma likelihood's expected curvature
+    :math:`\kappa\sum_e (\partial V_e/\partial F_{ir})^2 / V_e^2`.
 
     The diagonal of the Fisher information in the factors (the data enter
     through their positions only: :math:`E[x] = V`); ``coords`` list every
@@ -294,7 +295,8 @@ def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, t
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms):
-    r"""Slice-sample every component's scale ridges: :math:`F^{(0)}_r \to c F^{(0)}_r`, :math:`F^{(m)}_r \to F^{(m)}_r / c`.
+    r"""Slice-sample every component's scale ridges:
+    :math:`F^{(0)}_r \to c F^{(0)}_r`, :math:`F^{(m)}_r \to F^{(m)}_r / c`.
 
     The likelihood is constant along a ridge, so its conditional involves the
     prior, ``q_sym`` and the Jacobian only; in :math:`u = \log c` it is
@@ -423,8 +425,8 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
             for it in range(n_keep):
                 _draw_q(alpha, beta, phi)
                 _, U_out[i, it] = _state(0.0, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad,
-                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
-                                         terms)
+                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact,
+                                         C, terms)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
@@ -462,8 +464,8 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
                 # The log target is needed at the end of the trajectory only.
                 last = step_i == n_leapfrog - 1
                 logp_new, U_new = _state(t, dense2, X, coords, vals, offsets, phi_new, theta, grad_new, lik_grad,
-                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C,
-                                         terms, last)
+                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact,
+                                         C, terms, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
                     ok = False

@@ -109,6 +109,7 @@ def score_nmf_prior(data, n_components, n_draws, *, lam_w, lam_h, seed_seq):
 
 
 def compile_nmf_kernels():
-    """Compile (or load from numba's cache) the NMF kernels on a 4 x 4 input (see :func:`~skevidence.kernels.cp.compile_cp_kernels`)."""
+    """Compile (or load from numba's cache) the NMF kernels on a 4 x 4 input
+    (see :func:`~skevidence.kernels.cp.compile_cp_kernels`)."""
     X = np.array([[1.0, 0.0, 2.0, 0.0], [0.0, 3.0, 0.0, 1.0], [2.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 4.0]])
     return compile_cp_kernels(NMFData, X, sp.csr_array(X), part_scale=False, transposed=(False, True))

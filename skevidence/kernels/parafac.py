@@ -42,7 +42,8 @@ def score_parafac_prior(data, n_components, n_draws, *, prior_rates, seed_seq):
 
 
 def compile_parafac_kernels():
-    """Compile (or load from numba's cache) the PARAFAC kernels on a 3 x 3 x 3 input (see :func:`~skevidence.kernels.cp.compile_cp_kernels`)."""
+    """Compile (or load from numba's cache) the PARAFAC kernels on a 3 x 3 x 3 input
+    (see :func:`~skevidence.kernels.cp.compile_cp_kernels`)."""
     X = np.zeros((3, 3, 3))
     X[0, 1, 2], X[1, 1, 0], X[2, 0, 1] = 1.0, 2.0, 3.0
     return compile_cp_kernels(PARAFACData, X, sp.coo_array(X))

@@ -26,7 +26,7 @@ class Sampler(ABC):
         """Per-chain memory for a chain starting at ``theta``."""
         return None
 
-    def end_burnin(self, state):
+    def end_burnin(self, state):  # noqa: B027 (an optional hook: a no-op unless a sampler overrides it)
         """Called once when burn-in ends, before the first kept sample."""
 
     def noise_std(self, step_size, state):
