@@ -185,9 +185,25 @@ def test_max_time_warns_and_records_it():
     assert result.std_error > 1e-3
 
 
+def test_max_refinements_bounds_the_work_deterministically():
+    rng = np.random.default_rng(8)
+    X = rng.poisson(rng.exponential(size=(15, 3)) @ rng.exponential(size=(3, 12)))
+    runs = []
+    for _ in range(2):
+        with pytest.warns(ConvergenceWarning, match="max_refinements=1"):
+            runs.append(referenced_ti_log_evidence(X, 3, 1.0, random_state=0, tol=1e-6, max_refinements=1))
+    result = runs[0]
+    assert not result.diagnostics["converged"] and "max_refinements" in result.diagnostics["stop_reason"]
+    assert len(result.diagnostics["rounds"]) == 2  # the first round and one refinement
+    assert runs[1].log_evidence == result.log_evidence  # no clock in the decision: the same numbers
+    converged = referenced_ti_log_evidence(X, 1, 1.0, random_state=0)
+    assert converged.diagnostics["converged"] and "below tol" in converged.diagnostics["stop_reason"]
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
+        (dict(max_refinements=-1), "max_refinements"),
         (dict(n_components=0), "n_components"),
         (dict(n_temperatures=6), "multiple of 4"),
         (dict(tol=-1.0), "tol"),

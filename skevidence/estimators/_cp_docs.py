@@ -33,7 +33,12 @@ _PARTS = {
             With ``reference="vb"``: seconds after which no refinement starts;
             if ``tol`` is not reached then, a
             :class:`~sklearn.exceptions.ConvergenceWarning` says so and
-            ``result_.diagnostics["converged"]`` is False.
+            ``result_.diagnostics["converged"]`` is False. Without a time
+            limit the work is still bounded: at most 8 refinements, each
+            doubling the work so far (``max_refinements`` of
+            :func:`~skevidence.evidence.referenced_ti_log_evidence`), with the
+            same warning; ``result_.diagnostics["stop_reason"]`` says which
+            bound stopped it.
         """,
     "sti_parameters": r"""
         temperatures : int, array-like or "auto", default="auto"

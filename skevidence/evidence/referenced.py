@@ -43,9 +43,13 @@ components that :math:`q` does not cover, and it ran 100-340 nats high on a
 
 **Budget.** With ``tol`` the chains are continued from where they stopped
 (doubling their length), or the ladder refined when its error dominates,
-until the error bar is below ``tol`` or ``max_time`` would be exceeded; then
-a :class:`~sklearn.exceptions.ConvergenceWarning` says so and the result
-records ``converged=False``.
+until the error bar is below ``tol``, or ``max_time`` would be exceeded, or
+``max_refinements`` steps (each doubling the cost so far: at most
+:math:`2^8 = 256` times the first round by default) have run; then a
+:class:`~sklearn.exceptions.ConvergenceWarning` says so and the result
+records ``converged=False``. The cap on refinements bounds the work
+deterministically, so that the same call gives the same numbers on any
+machine and load, which a time limit cannot.
 """
 
 import math
@@ -83,6 +87,7 @@ RTI_DEFAULTS = dict(
     n_vb_starts=8,
     tol=DEFAULT_TOL,
     max_time=None,
+    max_refinements=8,
 )
 
 #: Largest rank at which log q_sym sums over every relabelling (6! = 720).
@@ -393,7 +398,8 @@ class _Ladder:
 def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatures=RTI_DEFAULTS["n_temperatures"],
                                n_burnin=RTI_DEFAULTS["n_burnin"], n_keep=RTI_DEFAULTS["n_keep"],
                                n_leapfrog=RTI_DEFAULTS["n_leapfrog"], n_vb_starts=RTI_DEFAULTS["n_vb_starts"],
-                               tol=RTI_DEFAULTS["tol"], max_time=RTI_DEFAULTS["max_time"], n_jobs=2,
+                               tol=RTI_DEFAULTS["tol"], max_time=RTI_DEFAULTS["max_time"],
+                               max_refinements=RTI_DEFAULTS["max_refinements"], n_jobs=2,
                                likelihood="poisson", likelihood_shape=1.0, random_state=None, verbose=0):
     r"""Log-evidence of a CP model (NMF for a matrix) by referenced TI with Metropolis-adjusted HMC.
 
@@ -426,6 +432,13 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         Target error bar in nats; ``None`` runs the first round only.
     max_time : float or None, default=None
         Seconds after which no further refinement starts.
+    max_refinements : int or None, default=8
+        Most refinement steps after the first round (each lengthens the
+        chains or halves the ladder's spacing, doubling the work so far);
+        ``None``: no cap. A deterministic bound on the work, reached only
+        when ``tol`` is far below what the data allow (for example Poisson
+        magnitudes at a 16-bit scale, whose log-evidences are millions of
+        nats).
     n_jobs : int, default=2
         Threads for the two ladders.
     likelihood : {"poisson", "exponential", "gamma"}, default="poisson"
@@ -443,7 +456,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         estimates), ``"mc_error"``, ``"lag_error"``, ``"quadrature_error"``,
         ``"elbo"`` (the integrand at :math:`t = 0`), ``"vb_bound"`` (the Laplace value for the Gamma likelihoods) and
         ``"vb_bounds"`` (every start's), ``"acceptance"``, ``"step_size"``,
-        ``"converged"``, ``"tol"``, ``"rounds"`` (every check: budget,
+        ``"converged"``, ``"tol"``, ``"stop_reason"`` (why the budget
+        loop stopped, in words), ``"rounds"`` (every check: budget,
         estimate, pieces, time) and the final ``"n_temperatures"`` and
         ``"n_keep"``. ``posterior_mean`` is the list of the factors'
         posterior means, mode by mode.
@@ -459,7 +473,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     True
     """
     start = time.perf_counter()
-    _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, tol, max_time)
+    _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, tol, max_time,
+                    max_refinements)
     kappa = likelihood_shape_of(likelihood, likelihood_shape)
     data = _Data(X, kappa)
     rng = check_random_state(random_state)
@@ -479,7 +494,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     # The first check needs every chain split in halves: n_keep in two runs.
     both("start", n_temperatures, n_burnin, max(n_keep // 2, 2), n_leapfrog)
     both("lengthen")
-    rounds = []
+    rounds, reason = [], "tol is None: one round"
     while True:
         parts = [ladder.estimate() for ladder in ladders]
         estimate = 0.5 * (parts[0][0] + parts[1][0])
@@ -501,17 +516,23 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
                   f"(Monte Carlo {mc:.2f}, lag {lag:.2f}, quadrature {quad:.2f}), "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         converged = tol is not None and err <= tol
+        if converged:
+            reason = f"the error bar is below tol={tol:g}"
         if tol is None or converged:
             break
         # The next step costs about what has been spent so far.
         if max_time is not None and 2.0 * (time.perf_counter() - start) > max_time:
+            reason = f"max_time={max_time:g} s would be exceeded"
+            break
+        if max_refinements is not None and len(rounds) > max_refinements:
+            reason = f"max_refinements={max_refinements} steps have run"
             break
         both("refine" if quad > max(mc, lag) else "lengthen")
     if tol is not None and not converged:
         warnings.warn(
             f"Referenced TI at rank {n_components} stopped at an error bar of {err:.3g} nats, above "
-            f"tol={tol:g}, because max_time={max_time:g} s would be exceeded; the estimate "
-            f"{estimate:.6g} may be off by more than tol. Raise max_time (or tol).",
+            f"tol={tol:g}, because {reason}; the estimate {estimate:.6g} may be off by more than tol. "
+            f"Raise max_time or max_refinements (or tol).",
             ConvergenceWarning, stacklevel=2,
         )
     offsets = data.offsets
@@ -523,6 +544,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         elbo=float(U_mean[0]), vb_bound=float(elbo_bound), vb_bounds=vb_bounds,
         acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
         step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
+        stop_reason=reason,
         likelihood=likelihood, likelihood_shape=kappa if kappa > 0.0 else None,
         reference_fit="vb" if kappa == 0.0 else "laplace",
         rounds=tuple(rounds), n_temperatures=K, n_keep=n_kept,
@@ -536,10 +558,13 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     )
 
 
-def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, tol, max_time):
-    for name, value, low in (("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4),
-                             ("n_burnin", n_burnin, 0), ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1),
-                             ("n_vb_starts", n_vb_starts, 1)):
+def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, tol, max_time,
+                    max_refinements):
+    checks = [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4), ("n_burnin", n_burnin, 0),
+              ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1), ("n_vb_starts", n_vb_starts, 1)]
+    if max_refinements is not None:
+        checks.append(("max_refinements", max_refinements, 0))
+    for name, value, low in checks:
         if not isinstance(value, Integral) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an integer of at least {low}, got {value!r}.")
     if n_temperatures % 4:
