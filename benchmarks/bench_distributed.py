@@ -1,8 +1,8 @@
 """Candidates per second of a rank search: 1 and 2 local workers, and a dask LocalCluster.
 
-The P2 protocol of seed 000 (Poisson NMF, 100 x 75 counts of true rank 3,
-lambda = 5, ranks 1..10, T = 5, K = 10000 iterations of which the last 2000
-are kept, 5 x 5 blocks) run by :class:`~skevidence.BayesianNMFRankSelector`
+The P2 protocol of Şimşekli et al. 2016 (Poisson NMF, 100 x 75 counts of true
+rank 3, lambda = 5, ranks 1..10, T = 5, K = 10000 iterations of which the last
+2000 are kept, 5 x 5 blocks) run by :class:`~skevidence.BayesianNMFRankSelector`
 three ways, side by side in one run (compilation and worker start-up are
 done before the clocks start):
 

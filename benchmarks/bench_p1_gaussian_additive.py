@@ -1,4 +1,4 @@
-"""Protocol P1 of seed 000 (section 4.1.1): STI on the Gaussian additive model.
+"""Protocol P1 of Şimşekli et al. (2016, section 4.1.1): STI on the Gaussian additive model.
 
 theta_r ~ N(mu, sigma_theta^2), r = 1..R;  x_n | theta ~ N(sum_r theta_r, sigma_x^2),
 mu = 5, sigma_theta^2 = 3, sigma_x^2 = 5, N = 5000, N_s = 250, K = 3000 (1000 burn-in).
@@ -146,7 +146,8 @@ def main(argv=None):
     start_all = time.perf_counter()
     gf_best, gf_med = blas_gflops()
     p("=" * 100)
-    p("P1 (seed 000, sec. 4.1.1): STI on the Gaussian additive model" + ("  [--quick]" if args.quick else ""))
+    p("P1 (Şimşekli et al. 2016, sec. 4.1.1): STI on the Gaussian additive model"
+      + ("  [--quick]" if args.quick else ""))
     p(
         f"mu={MU:g} sigma_theta^2={PRIOR_VAR:g} sigma_x^2={NOISE_VAR:g} N={N_DATA} N_s={BATCH_SIZE} "
         f"K={N_SAMPLES} (burn-in {N_BURNIN}) candidates R={CANDIDATES[0]}..{CANDIDATES[-1]} seed={args.seed}"

@@ -1,4 +1,4 @@
-"""Protocol P2 of seed 000 (section 4.1.2): STI against Chib's method on Poisson NMF.
+"""Protocol P2 of Şimşekli et al. (2016, section 4.1.2): STI against Chib's method on Poisson NMF.
 
 W_ir ~ E(lambda), H_rj ~ E(lambda), X_ij ~ PO(sum_r W_ir H_rj), I = 100, J = 75, lambda = 5.
 
@@ -8,10 +8,10 @@ evidence of every candidate rank 1..10 is estimated
 * by STI through ``BayesianNMFRankSelector``: T = 5, K = 10000 iterations per temperature
   of which the last 2000 are kept, 5 x 5 blocks, for the ladders "uniform" (the paper's)
   and "power" (the package default), and the samplers SGLD with the paper's step size
-  a = 1e-5, b = 0.51 (block-parallel, seed 000's "PSGLD" = parallel SGLD) and pSGLD with
+  a = 1e-5, b = 0.51 (block-parallel, the paper's "PSGLD" = parallel SGLD) and pSGLD with
   the package default ``step_size="auto"``; each configuration is timed with
   ``n_jobs=1`` and with ``n_jobs=2``;
-* by Chib's method, ``PoissonNMF(method="chib")`` one rank at a time, with seed 000's
+* by Chib's method, ``PoissonNMF(method="chib")`` one rank at a time, with the paper's
   9000 Gibbs sweeps (7000 burn-in) and 5000 reduced sweeps.
 
 It also measures this machine's dgemm throughput, the NMF kernel's effective GFLOP/s and
@@ -321,7 +321,8 @@ def main(argv=None):
     gf1_best, gf1_med = blas_gflops(threads=1)
     load0 = os.getloadavg()
     p("=" * 110)
-    p("P2 (seed 000, sec. 4.1.2): STI vs Chib's method on Poisson NMF" + ("  [--quick]" if args.quick else ""))
+    p("P2 (Şimşekli et al. 2016, sec. 4.1.2): STI vs Chib's method on Poisson NMF"
+      + ("  [--quick]" if args.quick else ""))
     p(
         f"I={N_ROWS} J={N_COLS} lambda_w=lambda_h={PRIOR_RATE:g} true ranks {cfg['true_ranks']} candidates "
         f"R={cands[0]}..{cands[-1]} seed={args.seed}"
@@ -340,7 +341,7 @@ def main(argv=None):
     )
     p(
         f"Chib: {N_GIBBS // div} Gibbs sweeps ({N_GIBBS_BURNIN // div} burn-in), {N_REDUCED // div} reduced sweeps"
-        + ("  (1/4 of seed 000's, --quick)" if div > 1 else "  (seed 000's)")
+        + ("  (1/4 of the paper's, --quick)" if div > 1 else "  (the paper's)")
     )
     p(
         f"skevidence {skevidence.__version__} ({git_state()}), numpy {np.__version__}, numba {numba.__version__}, "

@@ -1,4 +1,4 @@
-"""Protocol P3 (seed 000, section 4.2): the NMF rank of a speech spectrogram, NOIZEUS.
+"""Protocol P3 (Şimşekli et al. 2016, section 4.2): the NMF rank of a speech spectrogram, NOIZEUS.
 
 The training matrix is the magnitude spectrogram of the first 20 clean NOIZEUS
 sentences (Hamming window of 512 samples, 50% overlap), 1661 frames x 257 bins
@@ -133,7 +133,7 @@ def main():
 
     root = _noizeus_root(args.noizeus)
     gf_best, gf_median = blas_gflops()
-    print(f"P3 (seed 000 §4.2) — skevidence {skevidence.__version__}, {git_state()}")
+    print(f"P3 (Şimşekli et al. 2016 §4.2) — skevidence {skevidence.__version__}, {git_state()}")
     print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}, BLAS {blas_threads()}")
     print(f"dgemm 1000x1000: best {gf_best:.1f} GFLOP/s, median {gf_median:.1f} GFLOP/s")
 

@@ -1,6 +1,6 @@
-"""Protocol P4 (seed 001, Fig. 2a): the rank of a small Poisson PARAFAC, STI against Chib.
+"""Protocol P4 (Nguyen et al. 2018, Fig. 2a): the rank of a small Poisson PARAFAC, STI against Chib.
 
-Tensors of 10 x 15 x 20 counts are drawn from the model (seed 001, eq. 11:
+Tensors of 10 x 15 x 20 counts are drawn from the model (Nguyen et al. 2018, eq. 11:
 A, B, C ~ Exp(rate 3), X ~ Poisson(sum_r a_r o b_r o c_r)) for each true
 rank, and the evidence of ranks 1..11 is estimated side by side by
 
@@ -76,7 +76,7 @@ def main():
     args = parser.parse_args()
 
     best, _ = blas_gflops()
-    print(f"P4 (seed 001, Fig. 2a) — skevidence {skevidence.__version__}, {git_state()}")
+    print(f"P4 (Nguyen et al. 2018, Fig. 2a) — skevidence {skevidence.__version__}, {git_state()}")
     print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}, dgemm {best:.1f} GFLOP/s; n_jobs={args.n_jobs}")
     ranks = np.asarray(args.ranks)
     for true_rank in args.true_ranks:

@@ -1,10 +1,10 @@
-"""Protocol P5 (seed 001, section V.B): Poisson PARAFAC rank selection at wall-post scale.
+"""Protocol P5 (Nguyen et al. 2018, section V.B): Poisson PARAFAC rank selection at wall-post scale.
 
-Seed 001 selects the rank of a 42390 x 39986 x 1506 count tensor (Facebook wall
-posts: user x user x day, about a million non-zeros) with ranks 1..11, T = 5,
-K = 3000 iterations per temperature of which the last 500 are kept, and
-B = 12 groups per mode. This script runs that protocol on a synthetic tensor
-of the same shape and size, drawn from the model itself, and prints
+Nguyen et al. (2018) select the rank of a 42390 x 39986 x 1506 count tensor
+(Facebook wall posts: user x user x day, about a million non-zeros) with ranks
+1..11, T = 5, K = 3000 iterations per temperature of which the last 500 are
+kept, and B = 12 groups per mode. This script runs that protocol on a synthetic
+tensor of the same shape and size, drawn from the model itself, and prints
 
 1. the tensor: true rank, events, non-zeros, largest count, generation time;
 2. the time per iteration of one chain (``run_parafac_chain``, one numba
@@ -14,7 +14,7 @@ of the same shape and size, drawn from the model itself, and prints
    that grows with the non-zeros and the part that grows with
    ``(I + J + K) R`` (the factor updates), with the share of the latter spent
    drawing the Langevin noise and in the log-space update alone;
-3. seed 001's baseline side by side on a dense tensor both can handle
+3. the baseline of Nguyen et al. (2018) side by side on a dense tensor both can handle
    (40 x 35 x 30 counts of a rank-4 model, ranks 1..8): tensorly's CP (ALS,
    best of several starts) + tlviz's core consistency (CORCONDIA), choosing
    the largest rank whose core consistency, and that of every smaller rank,
@@ -395,7 +395,8 @@ def main():
     run_start = time.perf_counter()
 
     gf_best, gf_median = blas_gflops()
-    print(f"P5 (seed 001 §V.B{', QUICK' if args.quick else ''}) — skevidence {skevidence.__version__}, {git_state()}")
+    print(f"P5 (Nguyen et al. 2018 §V.B{', QUICK' if args.quick else ''}) — "
+          f"skevidence {skevidence.__version__}, {git_state()}")
     print(f"{platform.processor() or platform.machine()}, cores {os.cpu_count()}, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, BLAS {blas_threads()}, numba {numba.__version__} "
           f"(NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS})")

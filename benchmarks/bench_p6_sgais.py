@@ -1,6 +1,6 @@
-"""Protocol P6 (seed 002 section 7.1, seed 004 section 4): SGAIS against AIS and dynesty.
+"""Protocol P6 (Cameron et al. 2019a section 7.1, 2019b section 4): SGAIS against AIS and dynesty.
 
-Three problems of seed 004, data drawn from each model with a fixed seed:
+Three problems of Cameron et al. (2019b), data drawn from each model with a fixed seed:
 
 * linear regression: 5 standardised features + intercept (6 parameters), weights
   and intercept ~ N(0, 1), noise variance 1 known; the exact evidence is the reference;
@@ -15,8 +15,8 @@ On each, in the same run and one after the other, each in its own process with
 BLAS and numba on one thread (the papers' "single threaded" comparison):
 
 * SGAIS: ``sgais_log_evidence`` with the package defaults (M = 10, target ESS 8,
-  minibatch 500, seed 004's chunk schedule, 20 SGHMC steps, learning rate 0.1/n,
-  resampling, control variates);
+  minibatch 500, the chunk schedule of Cameron et al. 2019b, 20 SGHMC steps,
+  learning rate 0.1/n, resampling, control variates);
 * AIS: ``ais_log_evidence`` with full-data HMC (``--ais-particles``,
   ``--ais-temperatures``, 10 leapfrog steps, power ladder, automatic step size);
 * dynesty: static ``NestedSampler`` (``--nlive``, bound "multi", sample "auto",
@@ -59,7 +59,7 @@ TITLES = {
 }
 METHODS = ("sgais", "ais", "dynesty")
 NOISE_VAR = 1.0
-# The papers' targets on this comparison (issue text): SGAIS >= 10x dynesty, >= 25x AIS, |err|/N <= 1e-3.
+# The papers' targets on this comparison: SGAIS >= 10x dynesty, >= 25x AIS, |err|/N <= 1e-3.
 TARGET_NS, TARGET_AIS, TARGET_ERR = 10.0, 25.0, 1e-3
 # Seconds the parent waits beyond the limit for a dynesty child to stop by itself and report.
 _GRACE = 120.0
@@ -341,7 +341,7 @@ def main(argv=None):
     start_all = time.perf_counter()
     gf_best, gf_med = blas_gflops()
     p("=" * 110)
-    p(f"P6 (seeds 002 sec. 7.1, 004 sec. 4): SGAIS vs AIS vs dynesty, N = {args.n:,}"
+    p(f"P6 (Cameron et al. 2019a sec. 7.1, 2019b sec. 4): SGAIS vs AIS vs dynesty, N = {args.n:,}"
       + ("  [--quick]" if args.quick else ""))  # fmt: skip
     p(
         f"skevidence {skevidence.__version__} ({git_state()}), numpy {np.__version__}, "
@@ -358,8 +358,8 @@ def main(argv=None):
         if "dynesty" in methods:
             methods.remove("dynesty")
             p('dynesty is not installed (pip install "skevidence[benchmark]"): skipped')
-    p("SGAIS: package defaults (M=10, target ESS 8, |B|=500, seed 004 chunks, 20 SGHMC steps, eta=0.1/n, "
-      "resample, control variates)")  # fmt: skip
+    p("SGAIS: package defaults (M=10, target ESS 8, |B|=500, Cameron et al. 2019b chunks, 20 SGHMC steps, "
+      "eta=0.1/n, resample, control variates)")  # fmt: skip
     p(f"AIS: {args.ais_particles} particles, {args.ais_temperatures} power-ladder temperatures, 1 HMC transition "
       "of 10 leapfrog steps each on the full data, automatic step size")  # fmt: skip
     p(f"dynesty {dyn_version}: static NestedSampler, nlive={args.nlive}, bound='multi', sample='auto', "
@@ -420,7 +420,7 @@ def main(argv=None):
 
     p()
     p("=" * 110)
-    p(f"Targets (issue): SGAIS >= {TARGET_NS:g}x faster than dynesty, >= {TARGET_AIS:g}x faster than AIS, "
+    p(f"Targets: SGAIS >= {TARGET_NS:g}x faster than dynesty, >= {TARGET_AIS:g}x faster than AIS, "
       f"|error|/N <= {TARGET_ERR:g} against the reference")  # fmt: skip
     for name, ref_name, out, ref, t_sgais in summary:
         parts = []

@@ -14,19 +14,20 @@ components) and falls behind as soon as new clusters arrive (-2.430 against
 
 The evidence does **not**, however, pick the 7-component mixture for the last
 segment, although seven clusters generated it: the in-order stream left three
-of its components with weights below 0.005 before the new clusters arrived,
-and they never took them on, so it scores like the 5-component mixture.
-Seed 002's own check, fitting the same points in random order, exposes the
-problem: for 5 and 7 components the in-order and shuffled evidences differ by
-510 and 110 nats, against standard errors of about 2, and the shuffled run
-is not always the better one. With 10 particles, SGAIS reads *when* the
-distribution changed reliably; which mixture explains the data needs the
-shuffle check (or more particles) before it is believed.
+of its components with weights below 0.005 before the new clusters arrived, and
+they never took them on, so it scores like the 5-component mixture. The check
+of the SGAIS paper (:ref:`Cameron et al. 2019a <ref-cameron2019a>`), fitting
+the same points in random order, exposes the problem: for 5 and 7 components
+the in-order and shuffled evidences differ by 510 and 110 nats, against
+standard errors of about 2, and the shuffled run is not always the better one.
+With 10 particles, SGAIS reads *when* the distribution changed reliably; which
+mixture explains the data needs the shuffle check (or more particles) before it
+is believed.
 
-This is a reduced version of the distribution-shift experiment of seed 002
-(section 6.2; protocol P7 of ``ALGORITHMS.md``): a stream of 2-D points comes
-from 3 Gaussian clusters, then from 5 (the first 3 and two more), then from 7.
-Mixtures with ``K = 3, 5, 7`` components follow the stream with
+This is a reduced version of the distribution-shift experiment of Cameron
+et al. (2019a, section 6.2): a stream of 2-D points comes from 3 Gaussian
+clusters, then from 5 (the first 3 and two more), then from 7. Mixtures with
+``K = 3, 5, 7`` components follow the stream with
 :meth:`BayesianGMM.partial_fit <skevidence.BayesianGMM.partial_fit>`, which
 adds each new piece to the evidence by stochastic gradient annealed importance
 sampling (SGAIS) without revisiting the old data. The paper changes the
@@ -166,11 +167,11 @@ plt.show()
 # %%
 # Is the final evidence trustworthy? The shuffled stream
 # -------------------------------------------------------
-# Seed 002's check: the evidence of the whole data set does not depend on
-# the order of the data, so a model fitted to the same points in random
-# order should reach the same final value. A large gap means that the
-# particles of the in-order stream were trapped in a poor mode of the
-# posterior before the change points.
+# The check of Cameron et al. (2019a): the evidence of the whole data set does
+# not depend on the order of the data, so a model fitted to the same points in
+# random order should reach the same final value. A large gap means that the
+# particles of the in-order stream were trapped in a poor mode of the posterior
+# before the change points.
 
 shuffled = X[np.random.default_rng(1).permutation(n_total)]
 print(f"{'model':>5} {'in order':>10} {'shuffled':>10}   difference")
@@ -195,15 +196,15 @@ for k, gmm in models.items():
 # at its target, needs many more steps for a surprising chunk. Neither
 # assumes that a change exists, nor how many.
 #
-# Reading the *model* choice off the same run is riskier. A mixture's
-# posterior has many modes besides the label permutations; ten particles
-# moved by short SGHMC runs settle in one of them early, while the posterior
-# is still broad, and once it has narrowed around thousands of points no
-# particle crosses to a better one. Here a component that has drifted away
-# from the data (weight below 0.005) stays there when new clusters appear,
-# and the shuffled stream can be trapped as well (the 5-component fit above).
-# The evidence of each stream is then the evidence of the mode it found, a
-# lower bound rather than an estimate. Seed 002 reports agreement between the
-# in-order and shuffled runs for its overlapping clusters; with clusters as
-# well separated as these, the check disagrees, and it is worth running
-# whenever the evidence of a mixture decides something.
+# Reading the *model* choice off the same run is riskier. A mixture's posterior
+# has many modes besides the label permutations; ten particles moved by short
+# SGHMC runs settle in one of them early, while the posterior is still broad,
+# and once it has narrowed around thousands of points no particle crosses to a
+# better one. Here a component that has drifted away from the data (weight
+# below 0.005) stays there when new clusters appear, and the shuffled stream
+# can be trapped as well (the 5-component fit above). The evidence of each
+# stream is then the evidence of the mode it found, a lower bound rather than
+# an estimate. Cameron et al. (2019a) report agreement between the in-order and
+# shuffled runs for their overlapping clusters; with clusters as well separated
+# as these, the check disagrees, and it is worth running whenever the evidence
+# of a mixture decides something.

@@ -17,7 +17,8 @@ chosen rank went from 10 to 7 between the two budgets tried here. The
 standard errors (about a hundred nats at most) do not cover that bias. Read
 the chosen rank as "seven to ten", not as a measurement.
 
-The model is seed 001's Poisson PARAFAC with exponential priors
+The model is the Poisson PARAFAC with exponential priors of
+:ref:`Nguyen et al. (2018) <ref-nguyen2018>`
 (:class:`~skevidence.PoissonPARAFAC`), and
 :class:`~skevidence.PARAFACRankSelector` scores its ranks by stochastic
 thermodynamic integration.
@@ -113,13 +114,13 @@ print(f"tensor {X.shape[0]} x {X.shape[1]} x {X.shape[2]} (sender x receiver x w
 # to be much smaller than that. A large :math:`\lambda` therefore says
 # "components are small and sparse"; a small one says "components are large".
 #
-# This tensor is 99% zeros. At :math:`\lambda = 0.1`, every component expects
-# a thousand e-mails per cell before it sees the data. The data must shrink
-# it by five orders of magnitude, and the evidence pays an Occam penalty for
-# each component shrunk this way. Small, sparse components cost little, and
-# many of them are needed to cover the data. So the chosen rank grows with
-# :math:`\lambda`. Seed 001 found the same on its Facebook tensor: ranks 1, 9
-# and 33 for :math:`\lambda` = 0.01, 1.8 and 3.
+# This tensor is 99% zeros. At :math:`\lambda = 0.1`, every component expects a
+# thousand e-mails per cell before it sees the data. The data must shrink it by
+# five orders of magnitude, and the evidence pays an Occam penalty for each
+# component shrunk this way. Small, sparse components cost little, and many of
+# them are needed to cover the data. So the chosen rank grows with
+# :math:`\lambda`. Nguyen et al. (2018) found the same on their Facebook
+# tensor: ranks 1, 9 and 33 for :math:`\lambda` = 0.01, 1.8 and 3.
 #
 # How should you choose :math:`\lambda`? Start from the data's scale,
 # :math:`\lambda_0 = \bar x^{-1/3}`, which makes one component's prior mean

@@ -12,7 +12,8 @@ mixture, the more of the speech it takes, because a speaker-independent
 speech dictionary of a few dozen atoms fits street noise about as well as it
 fits speech.
 
-This is the semi-supervised model of seed 000, §4.2 (eq. 14), in the
+This is the semi-supervised model of
+:ref:`Şimşekli et al. (2016) <ref-simsekli2016>`, §4.2 (eq. 14), in the
 library's orientation (frames are rows):
 
 .. math::
@@ -67,8 +68,9 @@ def find_noizeus():
 
 noizeus = find_noizeus()
 if noizeus is not None:
-    # Seed 000's training set: the first 20 clean sentences (4 speakers). The test
-    # sentence is spoken by a fifth speaker, in street noise at 5 dB SNR.
+    # The training set of Şimşekli et al. (2016): the first 20 clean sentences
+    # (4 speakers). The test sentence is spoken by a fifth speaker, in street
+    # noise at 5 dB SNR.
     training = [load_audio(noizeus / "clean" / f"sp{k:02d}.wav")[0] for k in range(1, 21)]
     clean, sample_rate = load_audio(noizeus / "clean" / "sp21.wav")
     noisy, _ = load_audio(noizeus / "noisy" / "street_5dB" / "sp21_street_sn5.wav")
@@ -91,9 +93,9 @@ else:
 # %%
 # Spectrograms
 # ------------
-# As in seed 000: a Hamming window of 512 samples with 50% overlap, magnitudes
-# of the 16-bit samples. Frames are rows. The STFT of the mixture keeps its
-# phase for the resynthesis.
+# As in Şimşekli et al. (2016): a Hamming window of 512 samples with 50%
+# overlap, magnitudes of the 16-bit samples. Frames are rows. The STFT of the
+# mixture keeps its phase for the resynthesis.
 
 spectrogram = SpectrogramTransformer(n_fft=512, hop_length=256, window="hamming")
 X_train = spectrogram.transform(training)
@@ -105,8 +107,8 @@ print(f"training spectrogram {X_train.shape}, mixture {X_noisy.shape} (frames x 
 # The speech dictionary
 # ---------------------
 # ``fit`` learns 64 spectral atoms from the clean training speech by EM (the
-# MAP of Poisson NMF with exponential priors of rate 0.0004, seed 000's value).
-# ``tol=0`` runs exactly ``max_iter`` iterations.
+# MAP of Poisson NMF with exponential priors of rate 0.0004, the value of
+# Şimşekli et al. 2016). ``tol=0`` runs exactly ``max_iter`` iterations.
 
 model = SemiSupervisedNMF(
     n_components=64, n_noise_components=5, max_iter=150, tol=0.0, random_state=0
@@ -208,9 +210,9 @@ plt.show()
 
 # %%
 # The size of the speech dictionary matters as much: too few atoms and the
-# dictionary cannot follow the speech, so the noise atoms take it. Seed 000
-# chooses it by the evidence of the clean training spectrogram with
-# :class:`~skevidence.BayesianNMFRankSelector`, which needs no noisy
+# dictionary cannot follow the speech, so the noise atoms take it. Şimşekli
+# et al. (2016) choose it by the evidence of the clean training spectrogram
+# with :class:`~skevidence.BayesianNMFRankSelector`, which needs no noisy
 # validation data; :ref:`speech_enhancement` shows how, and
 # ``SemiSupervisedNMF(speech_components=selector.components_)`` plugs the
 # chosen dictionary in.

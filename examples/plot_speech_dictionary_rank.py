@@ -3,7 +3,8 @@
 How large a speech dictionary? The evidence against an SDR oracle
 =====================================================================
 
-A reduced version of seed 000's §4.2 experiment (the full protocol is
+A reduced version of the §4.2 experiment of
+:ref:`Şimşekli et al. (2016) <ref-simsekli2016>` (the full protocol is
 ``benchmarks/bench_p3_noizeus.py``). The evidence of the clean training
 spectrogram chooses the size of an NMF speech dictionary without any noisy
 validation data; the oracle, which needs the clean and the noisy versions of
@@ -30,9 +31,10 @@ priors; only the question asked of it differs.
 # NOIZEUS (Hu & Loizou 2007) is not shipped with skevidence: the script looks
 # for it in ``$SKEVIDENCE_NOIZEUS`` and next to the repository, as in
 # :ref:`sphx_glr_auto_examples_plot_speech_denoising.py`. It trains on four
-# clean sentences by two speakers (seed 000 uses twenty) and tests on three
-# held-out sentences by another speaker in street noise at 5 dB. Without the
-# corpus it falls back to the bundled trumpet clip with synthetic noise.
+# clean sentences by two speakers (Şimşekli et al. 2016 use twenty) and tests
+# on three held-out sentences by another speaker in street noise at 5 dB.
+# Without the corpus it falls back to the bundled trumpet clip with synthetic
+# noise.
 
 import math
 import os
@@ -121,10 +123,10 @@ for label, sel in selectors.items():
 # %%
 # The oracle: enhancement quality of each size
 # --------------------------------------------
-# For every size a speech dictionary is trained on the same clean sentences
-# by EM (the MAP of the same model, with seed 000's prior rate 0.0004 on
-# 16-bit magnitudes), held fixed, and each noisy sentence is separated with 5
-# noise atoms (25 EM iterations, where
+# For every size a speech dictionary is trained on the same clean sentences by
+# EM (the MAP of the same model, with the prior rate 0.0004 of Şimşekli et al.
+# 2016 on 16-bit magnitudes), held fixed, and each noisy sentence is separated
+# with 5 noise atoms (25 EM iterations, where
 # :ref:`sphx_glr_auto_examples_plot_speech_denoising.py` found the estimate
 # best). The score is the scale-invariant SDR of the resynthesised speech,
 # averaged over the held-out sentences; the benchmark computes BSS_EVAL's SDR,
@@ -178,11 +180,12 @@ plt.show()
 # ------------------
 # The evidence answers "which size explains the training speech best, all
 # parameters integrated out"; the oracle answers "which size separates speech
-# from this noise best". Seed 000 found both turning at 256 atoms with twenty
-# sentences and its full budget. Here, with four sentences, the short budget
-# picks the smallest dictionary and the longer one a larger dictionary, while
-# the oracle keeps improving up to the largest size tried: the short run's
-# choice was an artefact of its bias. With the selector's defaults (20
-# temperatures of 10,000 iterations), which take minutes rather than seconds,
-# the estimates rise further. The full protocol, with the paper's data size,
-# ranks up to 512 and BSS_EVAL's SDR, is ``benchmarks/bench_p3_noizeus.py``.
+# from this noise best". Şimşekli et al. (2016) found both turning at 256 atoms
+# with twenty sentences and their full budget. Here, with four sentences, the
+# short budget picks the smallest dictionary and the longer one a larger
+# dictionary, while the oracle keeps improving up to the largest size tried:
+# the short run's choice was an artefact of its bias. With the selector's
+# defaults (20 temperatures of 10,000 iterations), which take minutes rather
+# than seconds, the estimates rise further. The full protocol, with the paper's
+# data size, ranks up to 512 and BSS_EVAL's SDR, is
+# ``benchmarks/bench_p3_noizeus.py``.

@@ -32,7 +32,7 @@ DEFAULT_TOL = 1.0
 #: Default exponent ``b`` of the burn-in step-size schedule ``(a / k) ** b``.
 STEP_DECAY = 0.51
 
-#: pSGLD defaults of seed 001 (eq. 8-9): RMSprop decay and the diagonal floor.
+#: pSGLD defaults of Nguyen et al. (2018, eq. 8-9): RMSprop decay and the diagonal floor.
 PSGLD_ALPHA = 0.99
 PSGLD_SIGMA = 1e-5
 

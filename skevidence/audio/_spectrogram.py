@@ -35,9 +35,9 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
     ``make_pipeline(SpectrogramTransformer(), BayesianNMFRankSelector())``
     chooses the number of spectral templates of a recording.
 
-    The defaults follow seed 000 (section 4.2): a Hamming window of 512
-    samples with 50% overlap, magnitudes (``power=1``) of the raw 16-bit
-    samples (``scale="int16"``).
+    The defaults follow Şimşekli et al. (2016, section 4.2): a Hamming
+    window of 512 samples with 50% overlap, magnitudes (``power=1``) of the
+    raw 16-bit samples (``scale="int16"``).
 
     Read more in the :ref:`User Guide <audio>`.
 
@@ -62,7 +62,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         - ``"int16"``: :math:`c = 32768`. A float waveform in [-1, 1) (what
           :func:`~skevidence.audio.load_audio` returns) is brought back to
           16-bit sample units, so a 16-bit recording gives the magnitudes of
-          its raw integer samples, the scale seed 000 works at.
+          its raw integer samples, the scale Şimşekli et al. (2016) work at.
         - ``"peak"``: :math:`c = 32768 / \max_k |x_k|` for each recording,
           i.e. each recording is normalised to full scale first. The rank no
           longer depends on the recording level (microphone gain), but the
@@ -70,7 +70,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         - a float :math:`c > 0`: that factor.
     power : float, default=1.0
         Exponent :math:`p` of the magnitude: 1 for the magnitude spectrogram
-        (seed 000), 2 for the power spectrogram.
+        (Şimşekli et al. 2016), 2 for the power spectrogram.
     sample_rate : float or None, default=None
         Sample rate of the waveforms in Hz, used only to express
         ``frequencies_`` and the feature names in Hz. ``None`` gives
@@ -105,8 +105,9 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
       (``load_audio(path, mono=True)``) or pass its channels as a list;
     - a list (or tuple) of such waveforms, possibly of different lengths:
       several recordings, transformed one by one, their frames stacked
-      vertically in the order given (seed 000's training matrix is 20
-      sentences concatenated frame-wise). No frame straddles two recordings.
+      vertically in the order given (the training matrix of Şimşekli et al.
+      2016 is 20 sentences concatenated frame-wise). No frame straddles two
+      recordings.
 
     Samples are floats, expected in [-1, 1) with the ``"int16"`` scale: a
     warning is issued when a waveform exceeds 1 in absolute value (raw integer
@@ -125,7 +126,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
     - \lfloor (\lfloor n_{fft}/2 \rfloor - n_{fft}) / h \rfloor - 1` frames
     (:math:`\lceil (n + 256) / 256 \rceil` with the defaults). With these
     defaults the first 20 clean NOIZEUS sentences (8 kHz) give a
-    :math:`1661 \times 257` matrix, the size reported in seed 000.
+    :math:`1661 \times 257` matrix, the size Şimşekli et al. (2016) report.
     Each row is ``abs(np.fft.rfft(window * frame))`` times :math:`c`, to the
     power :math:`p`.
 
@@ -136,12 +137,13 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
     components, and the chosen rank grows with :math:`c`; a smaller
     :math:`c` favours smaller ranks. Magnitudes are not counts, so the scale
     is a modelling choice, like the prior rate of
-    :class:`~skevidence.PoissonNMF` (a priori :math:`E[X_{ij}] = R /
-    (\lambda_w \lambda_h)`, so the rate should follow the scale: seed 000
-    uses :math:`\lambda_w = \lambda_h = 4 \times 10^{-4}` on raw 16-bit
-    magnitudes). ``"int16"`` is the default because it is the paper's
-    scale and because it is tied to the recording itself, not to an
-    arbitrary normalisation; report the scale together with the chosen rank.
+    :class:`~skevidence.PoissonNMF` (a priori
+    :math:`E[X_{ij}] = R / (\lambda_w \lambda_h)`, so the rate should follow
+    the scale: Şimşekli et al. (2016) use
+    :math:`\lambda_w = \lambda_h = 4 \times 10^{-4}` on raw 16-bit magnitudes).
+    ``"int16"`` is the default because it is the paper's scale and because it
+    is tied to the recording itself, not to an arbitrary normalisation; report
+    the scale together with the chosen rank.
 
     Examples
     --------

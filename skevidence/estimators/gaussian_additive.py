@@ -22,7 +22,7 @@ __all__ = ["GaussianAdditiveModel"]
 class GaussianAdditiveModel(
     OnlineEvidenceMixin, ExactEvidenceMixin, EvidenceEstimatorMixin, BaseEstimator
 ):
-    r"""Evidence of the Gaussian additive model (seed 000, section 4.1.1).
+    r"""Evidence of the Gaussian additive model (Şimşekli et al. 2016, section 4.1.1).
 
     .. math::
         \theta_r \sim \mathcal{N}(\mu, \sigma_\theta^2),\ r = 1..R, \qquad
@@ -85,7 +85,7 @@ class GaussianAdditiveModel(
         SGAIS: effective sample size each annealing step aims at, in
         ``(1, n_particles]``.
     chunk_size : int or None, default=None
-        SGAIS: data per chunk; ``None`` is the schedule of seed 004.
+        SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
     n_steps : int, default=20
         SGAIS: SGHMC steps after each annealing step.
     learning_rate : float, default=0.1

@@ -24,7 +24,7 @@ from ._online import OnlineEvidenceMixin, posterior_particles
 __all__ = ["BayesianGMM", "relabel_particles"]
 
 #: SGAIS's per-observation learning rate for the mixture, the value Cameron,
-#: Eggers & Kroon (2019) also run their Gaussian mixture with. The general
+#: Eggers & Kroon (2019a) also run their Gaussian mixture with. The general
 #: default of 0.1 makes 20 SGHMC steps too short to carry a component across
 #: the data while only tens of points are seen: the particles then miss the
 #: modes a new cluster opens, and the evidence of the true number of
@@ -98,7 +98,7 @@ def relabel_particles(model, particles, weights):
 
 
 class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, BaseEstimator):
-    r"""Gaussian mixture with diagonal covariances, scored by its evidence (seed 004, section 4.3).
+    r"""Gaussian mixture with diagonal covariances, scored by its evidence (Cameron et al. 2019b, section 4.3).
 
     .. math::
         \beta \sim \mathrm{Dirichlet}(\alpha), \quad
@@ -114,7 +114,7 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
     without revisiting the old data.
 
     The priors are not scale-free: they expect data of roughly unit scale
-    centred near zero (the defaults are seed 004's
+    centred near zero (the defaults are those of Cameron et al. 2019b,
     :math:`\mu_{kj} \sim \mathcal{N}(0, 4\sigma^2_{kj})`,
     :math:`\sigma^2_{kj} \sim \mathrm{InvGamma}(1, 1)`); standardise the
     features first (:class:`~sklearn.preprocessing.StandardScaler`), or set
@@ -148,9 +148,9 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         SGAIS: effective sample size each annealing step aims at, in
         ``(1, n_particles]``.
     batch_size : int, default=500
-        Minibatch size of SGAIS (seed 002's) and of STI.
+        Minibatch size of SGAIS (that of Cameron et al. 2019a) and of STI.
     chunk_size : int or None, default=None
-        SGAIS: data per chunk; ``None`` is the schedule of seed 004.
+        SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
     n_steps : int, default=20
         SGAIS: SGHMC steps after each annealing step.
     learning_rate : float, default=1.0

@@ -24,7 +24,7 @@ __all__ = ["BayesianLinearRegression"]
 class BayesianLinearRegression(
     OnlineEvidenceMixin, ExactEvidenceMixin, EvidenceEstimatorMixin, RegressorMixin, BaseEstimator
 ):
-    r"""Linear regression scored by its evidence (seed 004, section 4.1).
+    r"""Linear regression scored by its evidence (Cameron et al. 2019b, section 4.1).
 
     .. math::
         w_j, b \sim \mathcal{N}(0, \sigma_w^2), \qquad
@@ -86,7 +86,7 @@ class BayesianLinearRegression(
         SGAIS: effective sample size each annealing step aims at, in
         ``(1, n_particles]``.
     chunk_size : int or None, default=None
-        SGAIS: data per chunk; ``None`` is the schedule of seed 004.
+        SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
     n_steps : int, default=20
         SGAIS: SGHMC steps after each annealing step.
     learning_rate : float, default=0.1

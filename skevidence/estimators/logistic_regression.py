@@ -30,7 +30,7 @@ _PREDICT_ROWS = 8192
 class BayesianLogisticRegression(
     OnlineEvidenceMixin, EvidenceEstimatorMixin, ClassifierMixin, BaseEstimator
 ):
-    r"""Softmax (multinomial logistic) regression scored by its evidence (seed 004, section 4.2).
+    r"""Softmax (multinomial logistic) regression scored by its evidence (Cameron et al. 2019b, section 4.2).
 
     .. math::
         W_{jk}, b_k \sim \mathcal{N}(0, \sigma_w^2), \qquad
@@ -53,9 +53,9 @@ class BayesianLogisticRegression(
     Parameters
     ----------
     prior_var : float, default=1.0
-        Prior variance :math:`\sigma_w^2` of every weight and bias (seed 004
-        uses 1). The prior is not scale-free: standardise the features, or
-        the evidence compares scalings as much as models.
+        Prior variance :math:`\sigma_w^2` of every weight and bias (Cameron et
+        al. 2019b use 1). The prior is not scale-free: standardise the
+        features, or the evidence compares scalings as much as models.
     method : {"sgais", "ais", "sti"}, default="sgais"
         How the evidence is computed: stochastic-gradient annealed importance
         sampling (:func:`~skevidence.sgais_log_evidence`), annealed importance
@@ -67,9 +67,9 @@ class BayesianLogisticRegression(
         SGAIS: effective sample size each annealing step aims at, in
         ``(1, n_particles]``.
     batch_size : int, default=500
-        Minibatch size of SGAIS (seed 002's) and of STI.
+        Minibatch size of SGAIS (that of Cameron et al. 2019a) and of STI.
     chunk_size : int or None, default=None
-        SGAIS: data per chunk; ``None`` is the schedule of seed 004.
+        SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
     n_steps : int, default=20
         SGAIS: SGHMC steps after each annealing step.
     learning_rate : float, default=0.1

@@ -32,10 +32,10 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     receiver × week counts. A rank whose fit fails is recorded in ``errors_``
     and never chosen; the others are kept.
 
-    The chosen rank depends on ``prior_rate`` (seed 001 found ranks 1, 9 and
-    33 on one tensor for rates 0.01, 1.8 and 3): search it jointly with
-    :class:`EvidenceGridSearch` when there is no reason to fix it (read the
-    :ref:`User Guide <parafac>`).
+    The chosen rank depends on ``prior_rate`` (Nguyen et al. 2018 found ranks
+    1, 9 and 33 on one tensor for rates 0.01, 1.8 and 3): search it jointly
+    with :class:`EvidenceGridSearch` when there is no reason to fix it (read
+    the :ref:`User Guide <parafac>`).
 
     Parameters
     ----------

@@ -53,8 +53,9 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         W_{ir} \sim \mathcal{E}(\lambda_w), \quad H_{rj} \sim \mathcal{E}(\lambda_h), \quad
         X_{ij} \sim \mathcal{PO}\Big(\sum_r W_{ir} H_{rj}\Big)
 
-    (seed 000, eq. 13), with scikit-learn's orientation: ``X`` of shape
-    ``(n_samples, n_features)`` :math:`\approx` ``transform(X) @ components_``.
+    (Şimşekli et al. 2016, eq. 13), with scikit-learn's orientation: ``X``
+    of shape ``(n_samples, n_features)`` :math:`\approx`
+    ``transform(X) @ components_``.
     ``fit`` estimates :math:`\log p(X)` by STI, running each temperature's
     chain in one call of a block-parallel numba kernel, or by Chib's method
     (``method="chib"``, integer counts only). Sparse input costs

@@ -32,8 +32,8 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         c_{kr} \sim \mathcal{E}(\lambda_c), \quad
         x_{ijk} \sim \mathcal{PO}\Big(\sum_{r=1}^R a_{ir} b_{jr} c_{kr}\Big)
 
-    (seed 001, eq. 11). ``fit`` estimates :math:`\log p(X)` of a 3-D count
-    tensor by STI, running each temperature's chain in one call of a
+    (Nguyen et al. 2018, eq. 11). ``fit`` estimates :math:`\log p(X)` of a
+    3-D count tensor by STI, running each temperature's chain in one call of a
     block-parallel numba kernel (:mod:`skevidence.kernels.parafac`: every mode
     cut into ``n_blocks`` groups, one randomly drawn part of ``n_blocks``
     mutually disjoint blocks per iteration), or by Chib's method
@@ -60,7 +60,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         Groups :math:`B` of every mode for the block-parallel sampler (parts of
         :math:`IJK/B^2` entries); ``"auto"`` is ``min(5, I, J, K)``.
     sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
-        SG-MCMC update rule. ``"psgld"`` is the papers' (seed 001);
+        SG-MCMC update rule. ``"psgld"`` is the papers' (Nguyen et al. 2018);
         ``"logsgld"`` (SGLD on the logs of the factors with a fixed,
         data-given preconditioner) is the one that agrees with the closed-form
         rank-1 evidence, while pSGLD falls 8 to 17 nats below it even on

@@ -1,4 +1,4 @@
-"""Semi-supervised speech + noise Poisson NMF (seed 000, §4.2, eq. 14) for speech enhancement."""
+"""Semi-supervised speech + noise Poisson NMF (Şimşekli et al. 2016, §4.2, eq. 14) for speech enhancement."""
 
 import warnings
 from dataclasses import dataclass
@@ -190,14 +190,14 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         + \sum_{r=1}^{R_{no}} W^{no}_{tr} H^{no}_{rf}\Big)
 
     for frame :math:`t` and frequency :math:`f`, with exponential priors of
-    rate ``prior_rate`` on every factor. This is seed 000, eq. 14, transposed:
-    the paper's speech dictionary :math:`W^{sp}` is :math:`H^{sp}` =
-    ``components_`` here. ``fit`` learns the speech dictionary on clean
-    speech, or takes it from ``speech_components``. :meth:`decompose` holds
-    it fixed and learns, on the mixture, a small noise dictionary
+    rate ``prior_rate`` on every factor. This is Şimşekli et al. (2016),
+    eq. 14, transposed: the paper's speech dictionary :math:`W^{sp}` is
+    :math:`H^{sp}` = ``components_`` here. ``fit`` learns the speech dictionary
+    on clean speech, or takes it from ``speech_components``. :meth:`decompose`
+    holds it fixed and learns, on the mixture, a small noise dictionary
     :math:`H^{no}` and all activations :math:`W^{sp}, W^{no}`; speech is
-    recovered by the Wiener-style mask :math:`V^{sp} / (V^{sp} + V^{no})`
-    with :math:`V^{sp} = W^{sp} H^{sp}`, :math:`V^{no} = W^{no} H^{no}`
+    recovered by the Wiener-style mask :math:`V^{sp} / (V^{sp} + V^{no})` with
+    :math:`V^{sp} = W^{sp} H^{sp}`, :math:`V^{no} = W^{no} H^{no}`
     (:meth:`speech_mask`, :meth:`denoise`).
 
     All factors are MAP estimates by EM, which for this model are Lee &
@@ -223,11 +223,12 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         :class:`BayesianNMFRankSelector` (see the user guide).
     n_noise_components : int, default=5
         Size :math:`R_{no}` of the noise dictionary learned on each mixture
-        (seed 000 uses 5); at most the number of frames of the mixture.
+        (Şimşekli et al. 2016 use 5); at most the number of frames of the
+        mixture.
     prior_rate : float, default=0.0004
-        Rate :math:`\lambda` of the exponential priors on all factors (seed
-        000's value for magnitude spectrograms of 16-bit audio). ``0`` gives
-        the maximum-likelihood factorisation.
+        Rate :math:`\lambda` of the exponential priors on all factors (the
+        value of Şimşekli et al. 2016 for magnitude spectrograms of 16-bit
+        audio). ``0`` gives the maximum-likelihood factorisation.
     max_iter : int, default=200
         Maximum number of EM iterations, in ``fit`` and in each separation
         (see Notes).
@@ -287,8 +288,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     after a few dozen iterations (see the user guide).
 
     The Poisson likelihood is not scale-invariant: ``prior_rate`` and the
-    scale of the spectrogram go together (seed 000 uses 0.0004 on the
-    magnitudes of 16-bit samples, the default of
+    scale of the spectrogram go together (Şimşekli et al. 2016 use 0.0004 on
+    the magnitudes of 16-bit samples, the default of
     :class:`~skevidence.audio.SpectrogramTransformer`).
 
     References

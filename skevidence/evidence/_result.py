@@ -31,7 +31,7 @@ class EvidenceResult:
         Its Monte-Carlo standard error. For STI this propagates the
         autocorrelation-corrected variance of each temperature's mean through
         the trapezoid weights; it does **not** cover the bias from the finite
-        ladder and the step size (seed 000, Theorem 1).
+        ladder and the step size (Şimşekli et al. 2016, Theorem 1).
     method : str
         ``"sti"``, ``"exact"``, ...
     temperatures : ndarray of shape (n_temperatures,)

@@ -3,7 +3,7 @@
 :class:`_PastData` holds the rows the stochastic potential draws its
 minibatches from, growing its buffers geometrically so that adding a chunk
 does not copy everything seen before; with a capacity it keeps a uniform
-reservoir instead (seed 002, section 5). :class:`_Anchors` keeps, per
+reservoir instead (Cameron et al. 2019a, section 5). :class:`_Anchors` keeps, per
 particle, an anchor point with the exact past-data gradient there, so that a
 minibatch only estimates the difference (control variates).
 """
@@ -19,7 +19,7 @@ class _PastData:
     Rows live in buffers that grow geometrically, so appending a chunk costs
     amortised O(chunk). With ``capacity`` set, the buffer stops growing and
     holds a uniform random sample of every row offered so far (Vitter's
-    reservoir sampling, algorithm R; seed 002, section 5).
+    reservoir sampling, algorithm R; Cameron et al. 2019a, section 5).
     """
 
     def __init__(self, capacity=None):

@@ -597,7 +597,7 @@ def chib_log_evidence_nmf(X, n_components, *, prior_rate_w=1.0, prior_rate_h=1.0
 
     The model is :math:`X_{ij} \sim \mathcal{PO}(\sum_r W_{ir} H_{rj})` with
     :math:`W_{ir} \sim \mathcal{E}(\lambda_w)`, :math:`H_{rj} \sim \mathcal{E}(\lambda_h)`
-    (seed 000, eq. 13). Chib's identity holds at any point :math:`(W^*, H^*)`:
+    (Şimşekli et al. 2016, eq. 13). Chib's identity holds at any point :math:`(W^*, H^*)`:
 
     .. math::
         \log p(X) = \log p(X|W^*,H^*) + \log p(W^*) + \log p(H^*)
@@ -653,12 +653,13 @@ def chib_log_evidence_nmf(X, n_components, *, prior_rate_w=1.0, prior_rate_h=1.0
     prior_rate_w, prior_rate_h : float, default=1.0
         Rates :math:`\lambda_w, \lambda_h` of the exponential priors.
     n_samples : int, default=9000
-        Sweeps of the main run, burn-in included (seed 000's setting).
+        Sweeps of the main run, burn-in included (the setting of Şimşekli
+        et al. 2016).
     n_burnin : int, default=7000
         Burn-in sweeps of the main run; at least two sweeps must be kept.
     n_reduced : int, default=5000
-        Sweeps of the pilots and reduced runs together (seed 000's "5000
-        more samples"). Over-fitted ranks need more (see Notes).
+        Sweeps of the pilots and reduced runs together (the "5000 more samples"
+        of Şimşekli et al. 2016). Over-fitted ranks need more (see Notes).
     block_variance : float, default=1.5
         Largest variance (nats squared) of a block's log conditional density
         across pilot draws. Smaller blocks average more reliably but are
@@ -768,7 +769,7 @@ def chib_log_evidence_parafac(X, n_components, *, prior_rates=1.0, n_samples=900
 
     The model is :math:`x_{ijk} \sim \mathcal{PO}(\sum_r a_{ir} b_{jr} c_{kr})`
     with exponential priors of rates :math:`\lambda_a, \lambda_b, \lambda_c`
-    (seed 001, eq. 11). Chib's identity at a point :math:`(A^*, B^*, C^*)`:
+    (Nguyen et al. 2018, eq. 11). Chib's identity at a point :math:`(A^*, B^*, C^*)`:
 
     .. math::
         \log p(X) = \log p(X|A^*,B^*,C^*) + \log p(A^*) + \log p(B^*) + \log p(C^*)

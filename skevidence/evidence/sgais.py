@@ -1,4 +1,4 @@
-r"""Stochastic gradient annealed importance sampling (seeds 002 and 004).
+r"""Stochastic gradient annealed importance sampling (Cameron et al. 2019a, 2019b).
 
 The evidence is built from the sequential factorisation
 :math:`\log p(x) = \sum_k \log p(x_{(k)} \mid x_{(<k)})` over chunks of
@@ -53,13 +53,13 @@ __all__ = [
     "sgais_log_evidence",
 ]
 
-#: Minibatch size and chunk size of seed 002.
+#: Minibatch size and chunk size of Cameron et al. (2019a).
 DEFAULT_BATCH_SIZE = 500
-#: Seed 004's per-observation learning rate: eta = 0.1 / n.
+#: The per-observation learning rate of Cameron et al. (2019b): eta = 0.1 / n.
 DEFAULT_LEARNING_RATE = 0.1
-#: Seed 004's friction alpha (1 - alpha is the fraction of velocity kept per step).
+#: The friction alpha of Cameron et al. (2019b) (1 - alpha is the fraction of velocity kept per step).
 DEFAULT_MOMENTUM_DECAY = 0.2
-#: Seed 004's chunk schedule: chunks of 20 while n <= 80, n // 4 while n < 2000.
+#: The chunk schedule of Cameron et al. (2019b): chunks of 20 while n <= 80, n // 4 while n < 2000.
 _SMALL_CHUNK, _SMALL_N, _LARGE_N = 20, 80, 2000
 #: Relative precision of the bisection on the next inverse temperature.
 _BISECTION_RTOL = 1e-6
@@ -70,7 +70,7 @@ _MAX_ANNEALING_STEPS = 100_000
 def next_chunk_size(n_seen, batch_size=DEFAULT_BATCH_SIZE, chunk_size=None):
     """Size of the chunk that follows ``n_seen`` data points.
 
-    With ``chunk_size=None`` this is seed 004's schedule: 20 while
+    With ``chunk_size=None`` this is the schedule of Cameron et al. (2019b): 20 while
     ``n_seen <= 80``, ``n_seen // 4`` while ``n_seen < 2000``, then
     ``batch_size``, never more than ``batch_size``. An int ``chunk_size`` is
     used as is.
@@ -266,8 +266,9 @@ def sgais_init(
     The parameters are those of :func:`sgais_log_evidence`, plus
     ``reservoir_size``: ``None`` keeps every past row for the minibatches; an
     int keeps a uniform random reservoir of that many rows instead, which
-    bounds memory for endless streams (seed 002, section 5) at the price of
-    minibatches that repeat rows once the stream outgrows the reservoir.
+    bounds memory for endless streams (Cameron et al. 2019a, section 5) at the
+    price of minibatches that repeat rows once the stream outgrows the
+    reservoir.
     """
     settings = _check_settings(
         n_particles, target_ess, batch_size, chunk_size, n_steps, learning_rate,
@@ -372,7 +373,7 @@ def sgais_advance_chunk(state, model, X, y=None):
     """Add one chunk of **prepared** data (``model.prepare_data`` output) to the stream.
 
     Runs the annealing from the posterior of the data seen so far to the
-    posterior including the chunk (ALGORITHMS §6, step 2), adds the
+    posterior including the chunk (Cameron et al. 2019a), adds the
     chunk's log predictive to ``state.log_evidence`` and appends the chunk
     to the past data. Returns ``state`` (updated in place).
     """
@@ -497,7 +498,7 @@ def sgais_log_evidence(
 ):
     r"""Estimate :math:`\log p(x)` by stochastic gradient annealed importance sampling.
 
-    SGAIS (seeds 002 and 004) adds the data chunk by chunk, estimating each
+    SGAIS (Cameron et al. 2019a, 2019b) adds the data chunk by chunk, estimating each
     predictive term :math:`\log p(x_{(k)} \mid x_{(<k)})` by annealed
     importance sampling from the current posterior to the next:
 
@@ -537,34 +538,35 @@ def sgais_log_evidence(
     target_ess : float, default=8
         Effective sample size each annealing step aims at, in
         :math:`(1, M]`. Larger means more, smaller annealing steps and a
-        smaller bias (seed 002 uses 5; see Notes).
+        smaller bias (Cameron et al. 2019a use 5; see Notes).
     batch_size : int, default=500
-        Minibatch size :math:`|B|` (seed 002); while the past holds no more
-        rows than this, all of them are used (an exact gradient).
+        Minibatch size :math:`|B|` (Cameron et al. 2019a); while the past holds
+        no more rows than this, all of them are used (an exact gradient).
     chunk_size : int or None, default=None
-        Data per chunk. ``None`` is seed 004's schedule: 20 points while
-        :math:`n \le 80`, :math:`\lfloor n/4 \rfloor` while :math:`n < 2000`,
-        then ``batch_size`` (never more than ``batch_size``), with :math:`n`
-        the data seen so far; see :func:`chunk_boundaries`.
+        Data per chunk. ``None`` is the schedule of Cameron et al. (2019b): 20
+        points while :math:`n \le 80`, :math:`\lfloor n/4 \rfloor` while
+        :math:`n < 2000`, then ``batch_size`` (never more than ``batch_size``),
+        with :math:`n` the data seen so far; see :func:`chunk_boundaries`.
     n_steps : int, default=20
         SGHMC steps after each annealing step.
     learning_rate : float, default=0.1
         Per-observation learning rate: the SGHMC learning rate is
         :math:`\eta = \text{learning\_rate}/n`, :math:`n` the data in the
-        target posterior (seed 004 uses 0.1). It suits likelihoods of about
-        unit curvature per datum; SGHMC diverges when :math:`\eta` times the
-        curvature exceeds about 3.6, which raises
+        target posterior (Cameron et al. 2019b use 0.1). It suits likelihoods
+        of about unit curvature per datum; SGHMC diverges when :math:`\eta`
+        times the curvature exceeds about 3.6, which raises
         :class:`~skevidence.SamplerDivergenceError`.
     resample : bool, default=True
         Resample the particles (systematically) after every annealing step.
-        Without it (seed 002's default) the weights accumulate within a
-        chunk and are dropped when the next one starts, which biases the
-        estimate down (see Notes).
+        Without it (the default of Cameron et al. 2019a) the weights accumulate
+        within a chunk and are dropped when the next one starts, which biases
+        the estimate down (see Notes).
     momentum_decay : float, default=0.2
         SGHMC friction :math:`\alpha` (see :class:`~skevidence.samplers.SGHMC`).
     reservoir_size : int or None, default=None
         Keep only a uniform reservoir of this many past rows for the
-        minibatches (bounded memory; seed 002, section 5); ``None`` keeps all.
+        minibatches (bounded memory; Cameron et al. 2019a, section 5); ``None``
+        keeps all.
     control_variates : bool, default=True
         Estimate the past-data gradient with control variates (see Notes);
         ``False`` is the plain minibatch estimate of the papers.
@@ -603,26 +605,27 @@ def sgais_log_evidence(
     relative to SGHMC's injected noise (the papers' argument that it vanishes
     holds for fixed :math:`n` only): from a few thousand data on the particles
     spread wider than the posterior and every chunk's predictive comes out
-    low (on the linear regression of seed 004 with seed 002's settings, an
-    error of about -14 nats at :math:`N = 10^4` and -140 at :math:`10^5`,
-    against -5 and -7 with control variates). Each particle therefore keeps
-    an anchor :math:`\hat\theta_m` and the exact past-data gradient at it,
-    and uses :math:`G_m + \frac{n_\text{past}}{|B|}\sum_{x\in B}
-    (\nabla\log p(x|\theta_m) - \nabla\log p(x|\hat\theta_m))`, unbiased
-    with noise proportional to :math:`\|\theta_m - \hat\theta_m\|`. The
-    anchors move to the particles whenever the data seen double, their
-    gradient sums are rebuilt a slice per chunk, so no chunk costs more than
-    about twice the plain version. With a reservoir that has begun to drop
-    rows the anchors stay put (the sums stay exact; the noise grows again).
+    low (on the linear regression of Cameron et al. 2019b with the settings of
+    Cameron et al. 2019a, an error of about -14 nats at :math:`N = 10^4` and
+    -140 at :math:`10^5`, against -5 and -7 with control variates). Each
+    particle therefore keeps an anchor :math:`\hat\theta_m` and the exact
+    past-data gradient at it, and uses :math:`G_m +
+    \frac{n_\text{past}}{|B|}\sum_{x\in B} (\nabla\log p(x|\theta_m) -
+    \nabla\log p(x|\hat\theta_m))`, unbiased with noise proportional to
+    :math:`\|\theta_m - \hat\theta_m\|`. The anchors move to the particles
+    whenever the data seen double, their gradient sums are rebuilt a slice per
+    chunk, so no chunk costs more than about twice the plain version. With a
+    reservoir that has begun to drop rows the anchors stay put (the sums stay
+    exact; the noise grows again).
 
-    **Defaults.** Seed 002's defaults (``target_ess=5``, no resampling)
-    underestimate :math:`\log p(x)` by several of their own standard errors
-    on linear regression (about 5 nats at :math:`N = 2000` to
-    :math:`10^5`, most of it within the first thousand data, as seed 004
-    observes), and their standard error is half the spread of repeated runs.
-    Resampling after every annealing step and ``target_ess=8`` cut the bias
-    to about 2 nats, within two standard errors, at 1.7 times the annealing
-    steps (all of them in the early, cheap chunks).
+    **Defaults.** The defaults of Cameron et al. (2019a) (``target_ess=5``, no
+    resampling) underestimate :math:`\log p(x)` by several of their own
+    standard errors on linear regression (about 5 nats at :math:`N = 2000` to
+    :math:`10^5`, most of it within the first thousand data, as
+    Cameron et al. (2019b) observe), and their standard error is half the
+    spread of repeated runs. Resampling after every annealing step and
+    ``target_ess=8`` cut the bias to about 2 nats, within two standard errors,
+    at 1.7 times the annealing steps (all of them in the early, cheap chunks).
 
     **Standard error.** Between two resets of the weights (the start of a
     chunk, a resampling) the log-evidence gains :math:`\log \sum_i \bar W_i`,

@@ -1,4 +1,4 @@
-"""Stochastic thermodynamic integration (seeds 000 and 001)."""
+"""Stochastic thermodynamic integration (Şimşekli et al. 2016; Nguyen et al. 2018)."""
 
 import numbers
 import time
@@ -19,7 +19,7 @@ from ._stderr import batch_means_variance
 
 __all__ = ["sti_log_evidence", "default_step_size", "check_raw_data", "prepare_finite_data"]
 
-#: Default minibatch size: the papers' N_s = 250 (seed 000, section 4.1.1).
+#: Default minibatch size: the papers' N_s = 250 (Şimşekli et al. 2016, section 4.1.1).
 DEFAULT_BATCH_SIZE = 250
 
 
@@ -199,7 +199,7 @@ def sti_log_evidence(
         parameters, see :class:`~skevidence.samplers.LogSGLD`).
     step_size : float or "auto", default="auto"
         The scale :math:`a` of the burn-in schedule :math:`\epsilon_k = (a/k)^b`
-        (seed 000 notation), after which the step stays at
+        (the notation of Şimşekli et al. 2016), after which the step stays at
         :math:`(a/K_b)^b`. ``"auto"`` chooses the schedule that ends at
         :func:`default_step_size`.
     step_decay : float, default=0.51
@@ -225,7 +225,7 @@ def sti_log_evidence(
     The standard error is Monte-Carlo error only: the variance of each
     temperature's mean by batch means (which accounts for autocorrelation),
     propagated through the trapezoid weights with the temperatures treated as
-    independent. The bias of Theorem 1 of seed 000,
+    independent. The bias of Theorem 1 of Şimşekli et al. (2016),
     :math:`O(1/(K\epsilon) + \epsilon + 1/T^2)` (plus
     :math:`O((1-\alpha)/\alpha^{3/2})` for pSGLD), is not included; compare
     estimates at two ladders or step sizes to gauge it.

@@ -1,4 +1,4 @@
-r"""Count data of any order cut into blocks for the CP chains (ALGORITHMS.md section 4).
+r"""Count data of any order cut into blocks for the CP chains (Nguyen et al. 2018, supplement, §III).
 
 A matrix is a two-way array and a PARAFAC tensor a three-way one: one
 :class:`BlockData` serves both. It is built once per fit and reused at every
@@ -223,8 +223,8 @@ class BlockData:
         ----------
         X : array-like or scipy sparse of shape (I, J[, K])
             Non-negative, finite data (counts; non-integers are accepted, see
-            ALGORITHMS.md section 5). Duplicate coordinates of a sparse
-            input are summed.
+            "Non-integer data and the prior rate" in the user guide's page on
+            Poisson NMF). Duplicate coordinates of a sparse input are summed.
         n_blocks : int
             Number of groups ``B`` of every mode; at most the smallest dimension.
         sparse : bool or None, default=None

@@ -1,4 +1,4 @@
-r"""Fused block-parallel SG-MCMC chains for Poisson CP models of two and three modes (ALGORITHMS.md section 4).
+r"""Fused block-parallel SG-MCMC chains for Poisson CP models of two and three modes (Nguyen et al. 2018, §III).
 
 One call of :func:`run_cp_chain` runs a whole SGLD, pSGLD or log-space SGLD
 chain at one inverse temperature :math:`t` for a CP (CANDECOMP/PARAFAC)

@@ -1,4 +1,4 @@
-"""The Gaussian additive model of seed 000, section 4.1.1."""
+"""The Gaussian additive model of Şimşekli et al. (2016), section 4.1.1."""
 
 import numpy as np
 

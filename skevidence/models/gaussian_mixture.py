@@ -1,4 +1,4 @@
-"""Gaussian mixture with diagonal covariances, assignments summed out (seed 004, section 4.3)."""
+"""Gaussian mixture with diagonal covariances, assignments summed out (Cameron et al. 2019b, section 4.3)."""
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
@@ -31,7 +31,8 @@ class DiagonalGaussianMixture(EvidenceModel):
         \mathcal{N}(x_{nj};\ \mu_{kj}, \sigma^2_{kj}).
 
     The defaults :math:`\alpha = a = b = 1`, :math:`\kappa = 1/4` are the
-    priors of seed 004 (:math:`\mu_{kj} \sim \mathcal{N}(0, 4\sigma^2_{kj})`).
+    priors of Cameron et al. (2019b)
+    (:math:`\mu_{kj} \sim \mathcal{N}(0, 4\sigma^2_{kj})`).
 
     **Parametrisation.** Samplers move in the unconstrained
     ``theta = (eta, mu.ravel(), s.ravel())`` of length :math:`K + 2Kd`, with
@@ -46,13 +47,14 @@ class DiagonalGaussianMixture(EvidenceModel):
         \log p(\eta_k) = \alpha\eta_k - e^{\eta_k} - \log\Gamma(\alpha), \qquad
         \log p(s_{kj}) = a\log b - \log\Gamma(a) - a s_{kj} - b e^{-s_{kj}}.
 
-    The likelihood sees only the ratios :math:`g / \sum g`, so ``K`` logits carry
-    ``K - 1`` degrees of freedom (25 parameters and 24 degrees of freedom for
-    seed 004's ``K = 5``, ``d = 2``); the redundant direction keeps its proper
-    prior in the posterior, and because the extra variable is independent of
-    :math:`\beta` with a normalised density, the evidence is that of the
-    model on :math:`\beta`. Compared with ``K - 1`` free logits and the last
-    fixed at zero, this prior is symmetric in the components and separable.
+    The likelihood sees only the ratios :math:`g / \sum g`, so ``K`` logits
+    carry ``K - 1`` degrees of freedom (25 parameters and 24 degrees of freedom
+    for ``K = 5``, ``d = 2`` as in Cameron et al. 2019b); the redundant
+    direction keeps its proper prior in the posterior, and because the extra
+    variable is independent of :math:`\beta` with a normalised density, the
+    evidence is that of the model on :math:`\beta`. Compared with ``K - 1``
+    free logits and the last fixed at zero, this prior is symmetric in the
+    components and separable.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Bayesian linear regression with known noise (seed 004, section 4.1)."""
+"""Bayesian linear regression with known noise (Cameron et al. 2019b, section 4.1)."""
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve

@@ -1,4 +1,4 @@
-"""Poisson non-negative matrix factorisation with exponential priors (seed 000, eq. 13)."""
+"""Poisson non-negative matrix factorisation with exponential priors (Şimşekli et al. 2016, eq. 13)."""
 
 import numpy as np
 import scipy.sparse as sp

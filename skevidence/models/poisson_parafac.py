@@ -1,4 +1,4 @@
-r"""Poisson PARAFAC with exponential priors (seed 001, eq. 11)."""
+r"""Poisson PARAFAC with exponential priors (Nguyen et al. 2018, eq. 11)."""
 
 import numbers
 
@@ -79,7 +79,7 @@ class PoissonPARAFACModel(CPModel):
         c_{kr} \sim \mathcal{E}(\lambda_c), \quad
         x_{ijk} \mid A, B, C \sim \mathcal{PO}\Big(\sum_r a_{ir} b_{jr} c_{kr}\Big)
 
-    (seed 001, eq. 11). Every entry of ``X`` is one datum (``N = I J K``,
+    (Nguyen et al. 2018, eq. 11). Every entry of ``X`` is one datum (``N = I J K``,
     zeros included). STI runs through the fused block-parallel kernel of
     :mod:`skevidence.kernels.parafac` (see
     :meth:`~skevidence.models.EvidenceModel.chain_runner`): each mode is

@@ -1,4 +1,4 @@
-"""Bayesian softmax (multinomial logistic) regression (seed 004, section 4.2)."""
+"""Bayesian softmax (multinomial logistic) regression (Cameron et al. 2019b, section 4.2)."""
 
 import numpy as np
 from scipy.special import log_softmax, softmax
@@ -18,12 +18,13 @@ class SoftmaxRegression(EvidenceModel):
         p(y_n = k \mid x_n, W, b) =
         \frac{\exp(x_n^T W_{:k} + b_k)}{\sum_{l} \exp(x_n^T W_{:l} + b_l)}.
 
-    As in seed 004 every one of the ``K`` classes has its own weights and bias,
-    so there are :math:`dK + K` parameters (44 for ``d = 10``, ``K = 4``); the
-    likelihood only sees differences between classes, and the prior keeps the
-    redundant direction proper. The parameters are
-    ``theta = (W.ravel(), b)`` with ``W`` of shape ``(n_features, n_classes)``
-    in C order. Rows of ``X`` with their labels ``y`` are the data points.
+    As in Cameron et al. (2019b) every one of the ``K`` classes has its own
+    weights and bias, so there are :math:`dK + K` parameters (44 for
+    ``d = 10``, ``K = 4``); the likelihood only sees differences between
+    classes, and the prior keeps the redundant direction proper. The parameters
+    are ``theta = (W.ravel(), b)`` with ``W`` of shape
+    ``(n_features, n_classes)`` in C order. Rows of ``X`` with their labels
+    ``y`` are the data points.
 
     Parameters
     ----------

@@ -68,7 +68,7 @@ class Sampler(ABC):
 
 
 def mirror(theta, nonnegative):
-    """Reflect negative entries of the non-negative parameters at zero (seed 001)."""
+    """Reflect negative entries of the non-negative parameters at zero (Nguyen et al. 2018)."""
     if nonnegative is None:
         return theta
     if nonnegative is True:

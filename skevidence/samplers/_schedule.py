@@ -9,9 +9,10 @@ __all__ = ["StepSizeSchedule"]
 class StepSizeSchedule:
     r"""Step sizes :math:`\epsilon_k = (a/k)^b` during burn-in, then fixed.
 
-    This is the schedule of seeds 000 and 001: it decreases while the chain
-    burns in and stays at :math:`\epsilon_{K_b} = (a/K_b)^b` afterwards, so
-    the kept samples all share one step size. As a special case, ``b = 0``
+    This is the schedule of Şimşekli et al. (2016) and Nguyen et al. (2018):
+    it decreases while the chain burns in and stays at
+    :math:`\epsilon_{K_b} = (a/K_b)^b` afterwards, so the kept samples all
+    share one step size. As a special case, ``b = 0``
     means a constant step size equal to ``a``.
 
     Parameters

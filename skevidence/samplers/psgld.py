@@ -1,4 +1,4 @@
-"""Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016; seed 001)."""
+"""Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016; Nguyen et al. 2018)."""
 
 import numpy as np
 
@@ -9,7 +9,7 @@ __all__ = ["PSGLD"]
 
 
 class PSGLD(Sampler):
-    r"""pSGLD, seed 001 eq. 8-9 and seed 003 eq. 1-3.
+    r"""pSGLD, Nguyen et al. (2018) eq. 8-9 and its supplement eq. 1-3.
 
     .. math::
         v &\leftarrow \alpha v + (1-\alpha)\,\bar g \odot \bar g, \qquad
@@ -19,7 +19,7 @@ class PSGLD(Sampler):
 
     with :math:`\bar g` the tempered per-datum likelihood gradient of the
     minibatch. Like the papers, it omits the :math:`\Gamma(\theta)` drift
-    correction, whose bias is :math:`O((1-\alpha)/\alpha^{3/2})` (seed 001).
+    correction, whose bias is :math:`O((1-\alpha)/\alpha^{3/2})` (Nguyen et al. 2018).
 
     The papers leave :math:`v_0` open; it is set to the first
     :math:`\bar g \odot \bar g`, so the first steps are not blown up by
@@ -51,7 +51,7 @@ class PSGLD(Sampler):
         Floor :math:`\sigma > 0` added to :math:`\sqrt{v}`; it bounds ``G`` by ``1 / sigma``.
     adapt : {"burnin", "always"}, default="burnin"
         When ``v`` adapts: during burn-in only, then frozen; or at every
-        iteration, as in seeds 001 and 003.
+        iteration, as in Nguyen et al. (2018) and its supplement.
     """
 
     name = "psgld"

@@ -1,4 +1,4 @@
-"""Stochastic gradient Hamiltonian Monte Carlo (Chen et al. 2014; seed 004, eq. 5)."""
+"""Stochastic gradient Hamiltonian Monte Carlo (Chen et al. 2014; Cameron et al. 2019b, eq. 5)."""
 
 import numbers
 
@@ -10,7 +10,7 @@ __all__ = ["SGHMC"]
 
 
 class SGHMC(Sampler):
-    r"""SGHMC in the parametrisation of seed 004, eq. 5.
+    r"""SGHMC in the parametrisation of Cameron et al. (2019b), eq. 5.
 
     .. math::
         \Delta v &= -\eta\,\nabla\hat U(\theta) - \alpha v
