@@ -227,9 +227,14 @@ def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, rando
         Every start's bound (the spread shows how many optima there are).
     """
     data = X if isinstance(X, _Data) else _Data(X)
+    return _best_of_starts(_vb_fit, data, n_components, prior_rates, n_starts, random_state)
+
+
+def _best_of_starts(fit, data, R, prior_rates, n_starts, random_state):
+    """``(best bound, its alpha, its beta, every start's bound)`` of ``n_starts`` random starts of ``fit``."""
     rng = check_random_state(random_state)
     rates = _row_rates(prior_rates, data.shape)
-    fits = [_vb_fit(data, n_components, rates, rng) for _ in range(n_starts)]
+    fits = [fit(data, R, rates, rng) for _ in range(n_starts)]
     bounds = np.array([f[0] for f in fits])
     best = int(np.argmax(bounds))
     return bounds[best], fits[best][1], fits[best][2], bounds
@@ -293,12 +298,7 @@ def laplace_reference(X, n_components, prior_rates=1.0, *, likelihood_shape=1.0,
         Every start's Laplace value.
     """
     data = X if isinstance(X, _Data) else _Data(X, likelihood_shape)
-    rng = check_random_state(random_state)
-    rates = _row_rates(prior_rates, data.shape)
-    fits = [_laplace_fit(data, n_components, rates, rng) for _ in range(n_starts)]
-    bounds = np.array([f[0] for f in fits])
-    best = int(np.argmax(bounds))
-    return bounds[best], fits[best][1], fits[best][2], bounds
+    return _best_of_starts(_laplace_fit, data, n_components, prior_rates, n_starts, random_state)
 
 
 def _relabellings(R):
