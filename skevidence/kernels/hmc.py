@@ -215,9 +215,29 @@ def cp_log_likelihood(dense2, X, coords, vals, F, offsets, grad, sums, lgamma_to
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _perm_lse(C, perms, terms):
-    r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` (``terms`` is work space)."""
-    best = -np.inf
+    r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` (``terms`` is work space).
+
+    An empty ``perms`` (shape ``(0, R)``) stands for the identity and every
+    transposition, summed in :math:`O(R^2)`: swapping ``a`` and ``b`` changes
+    the identity's sum by :math:`C_{ab} + C_{ba} - C_{aa} - C_{bb}`.
+    """
     R = C.shape[0]
+    if perms.shape[0] == 0:
+        trace = 0.0
+        for r in range(R):
+            trace += C[r, r]
+        best = 0.0
+        for a in range(R):
+            for b in range(a + 1, R):
+                best = max(best, C[a, b] + C[b, a] - C[a, a] - C[b, b])
+        if not (np.isfinite(trace) and np.isfinite(best)):
+            return trace + best
+        acc = math.exp(-best)
+        for a in range(R):
+            for b in range(a + 1, R):
+                acc += math.exp(C[a, b] + C[b, a] - C[a, a] - C[b, b] - best)
+        return trace + best + math.log(acc)
+    best = -np.inf
     for p in range(perms.shape[0]):
         s = 0.0
         for r in range(R):
@@ -253,18 +273,11 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, t
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, sums, lgamma_total, kappa, alpha,
-           log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value=True):
-    """Log target, integrand U and the leapfrog field at ``phi`` (``theta`` is filled).
-
-    Without ``with_value`` only the field is computed (``0, 0`` returned).
-    """
+def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms,
+              with_value=True):
+    """Log target and integrand U at ``phi`` from the likelihood's value and gradient there; the leapfrog field
+    into ``grad_phi``. Without ``with_value`` only the field is computed (``0, 0`` returned)."""
     D, R = phi.shape
-    for d in range(D):
-        for r in range(R):
-            theta[d, r] = math.exp(phi[d, r])
-    loglik = cp_log_likelihood(dense2, X, coords, vals, theta, offsets, lik_grad, sums, lgamma_total, with_value,
-                               kappa)
     log_prior = 0.0
     jac = 0.0
     for d in range(D):
@@ -284,6 +297,25 @@ def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, 
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, sums, lgamma_total, kappa, alpha,
+           log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value=True):
+    """Log target, integrand U, log-likelihood and the leapfrog field at ``phi`` (``theta`` and the
+    likelihood's gradient ``lik_grad`` are filled).
+
+    Without ``with_value`` only the field is computed (``0, 0, 0`` returned).
+    """
+    D, R = phi.shape
+    for d in range(D):
+        for r in range(R):
+            theta[d, r] = math.exp(phi[d, r])
+    loglik = cp_log_likelihood(dense2, X, coords, vals, theta, offsets, lik_grad, sums, lgamma_total, with_value,
+                               kappa)
+    logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact,
+                        C, terms, with_value)
+    return logp, U, loglik
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms):
     """Log target along component ``r``'s scale ridge, up to a constant, at shift ``u``."""
     eu = math.exp(u)
@@ -294,7 +326,7 @@ def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, t
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms):
+def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms, lik_grad):
     r"""Slice-sample every component's scale ridges:
     :math:`F^{(0)}_r \to c F^{(0)}_r`, :math:`F^{(m)}_r \to F^{(m)}_r / c`.
 
@@ -303,6 +335,11 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     log-concave for the single-labelling ``q`` (a generalised inverse
     Gaussian in :math:`c`). Slice sampling (Neal 2003) with stepping out
     leaves it exactly invariant at :math:`O(R\,P)` per evaluation.
+
+    ``C`` is filled from ``phi`` first: the relabelling sum couples the
+    components, and the work array may hold a rejected proposal's rows. The
+    likelihood's gradient ``lik_grad`` (with respect to the factors) is
+    carried along the ridges, where it scales by :math:`1/c` and :math:`c`.
     """
     D, R = phi.shape
     N = offsets.shape[0] - 1
@@ -310,34 +347,41 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     b0 = np.empty(R)
     bm = np.empty(R)
     c_base = np.empty(R)
+    theta = np.empty(D)
+    for r in range(R):
+        for d in range(D):
+            theta[d] = math.exp(phi[d, r])
+        for s in range(R):
+            c = 0.0
+            for d in range(D):
+                c += log_norm_q[d, s] + (alpha[d, s] - 1.0) * phi[d, r] - beta[d, s] * theta[d]
+            C[r, s] = c
     for r in range(R):
         for m in range(1, N):
-            # C row r from scratch, and the sums that move it along the ridge.
-            lam0 = 0.0
-            lamm = 0.0
+            # The sums that move row r of C along the ridge.
+            for d in range(D):
+                theta[d] = math.exp(phi[d, r])
             for s in range(R):
-                c = 0.0
                 a0 = 0.0
                 am = 0.0
                 bb0 = 0.0
                 bbm = 0.0
-                for d in range(D):
-                    th = math.exp(phi[d, r])
-                    c += log_norm_q[d, s] + (alpha[d, s] - 1.0) * phi[d, r] - beta[d, s] * th
-                    if d < offsets[1]:
-                        a0 += alpha[d, s] - 1.0
-                        bb0 += beta[d, s] * th
-                    elif offsets[m] <= d < offsets[m + 1]:
-                        am += alpha[d, s] - 1.0
-                        bbm += beta[d, s] * th
-                c_base[s] = c
+                for d in range(offsets[1]):
+                    a0 += alpha[d, s] - 1.0
+                    bb0 += beta[d, s] * theta[d]
+                for d in range(offsets[m], offsets[m + 1]):
+                    am += alpha[d, s] - 1.0
+                    bbm += beta[d, s] * theta[d]
+                c_base[s] = C[r, s]
                 a_diff[s] = a0 - am
                 b0[s] = bb0
                 bm[s] = bbm
+            lam0 = 0.0
+            lamm = 0.0
             for d in range(offsets[1]):
-                lam0 += rates[d] * math.exp(phi[d, r])
+                lam0 += rates[d] * theta[d]
             for d in range(offsets[m], offsets[m + 1]):
-                lamm += rates[d] * math.exp(phi[d, r])
+                lamm += rates[d] * theta[d]
             n_diff = float(offsets[1] - (offsets[m + 1] - offsets[m]))
             f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms)
             level = f0 + math.log(np.random.random())
@@ -363,10 +407,16 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
                     hi = u
             else:
                 u = 0.0
+            # Row r of C at the chosen point (the last evaluation may have been elsewhere).
+            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms)
+            eu = math.exp(u)
+            emu = 1.0 / eu
             for d in range(offsets[1]):
                 phi[d, r] += u
+                lik_grad[d, r] *= emu
             for d in range(offsets[m], offsets[m + 1]):
                 phi[d, r] -= u
+                lik_grad[d, r] *= eu
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -403,6 +453,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
     theta = np.empty((D, R))
     grad = np.empty((D, R))
     lik_grad = np.empty((D, R))
+    lik_grad_new = np.empty((D, R))
     sums = np.empty((N, R))
     C = np.empty((R, R))
     log_norm_q = np.empty((D, R))
@@ -424,14 +475,14 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
         if t == 0.0:
             for it in range(n_keep):
                 _draw_q(alpha, beta, phi)
-                _, U_out[i, it] = _state(0.0, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad,
-                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact,
-                                         C, terms)
+                _, U_out[i, it], _ = _state(0.0, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad,
+                                            sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms,
+                                            log_r_fact, C, terms)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
-        logp, U = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums, lgamma_total, kappa,
-                         alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
+        logp, U, loglik = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums,
+                                 lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
         mu = math.log(10.0 * step)
@@ -451,6 +502,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
             grad_new[:, :] = grad
             logp_new = -np.inf
             U_new = np.nan
+            loglik_new = np.nan
             ok = True
             for step_i in range(n_leapfrog):
                 for d in range(D):
@@ -463,9 +515,9 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
                     break
                 # The log target is needed at the end of the trajectory only.
                 last = step_i == n_leapfrog - 1
-                logp_new, U_new = _state(t, dense2, X, coords, vals, offsets, phi_new, theta, grad_new, lik_grad,
-                                         sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact,
-                                         C, terms, last)
+                logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, phi_new, theta, grad_new,
+                                                     lik_grad_new, sums, lgamma_total, kappa, alpha, log_norm_q, beta,
+                                                     rates, perms, log_r_fact, C, terms, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
                     ok = False
@@ -485,13 +537,18 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
                 if np.random.random() < acc_prob:
                     phi[:, :] = phi_new
                     grad[:, :] = grad_new
+                    lik_grad[:, :] = lik_grad_new
                     logp = logp_new
                     U = U_new
+                    loglik = loglik_new
             if scale_moves:
-                _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms)
-                logp, U = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums,
-                                 lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
-                n_grad += 1
+                # The likelihood is the same along the ridges: no gradient pass is needed.
+                _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms, lik_grad)
+                for d in range(D):
+                    for r in range(R):
+                        theta[d, r] = math.exp(phi[d, r])
+                logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, perms,
+                                    log_r_fact, C, terms)
             if it < n_burnin:
                 m = it + 1.0
                 h_bar = (1.0 - 1.0 / (m + 10.0)) * h_bar + (0.8 - acc_prob) / (m + 10.0)
