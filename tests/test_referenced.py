@@ -21,7 +21,15 @@ from skevidence.evidence.referenced import (
     simpson_weights,
     variational_reference,
 )
-from skevidence.kernels.hmc import _scale_moves, cp_log_likelihood, ratio_pass, symmetric_log_q
+from skevidence.kernels.hmc import (
+    _pairs_without,
+    _perm_lse,
+    _row_lse,
+    _scale_moves,
+    cp_log_likelihood,
+    ratio_pass,
+    symmetric_log_q,
+)
 
 # ----------------------------------------------------------------------------- NumPy twins
 
@@ -95,9 +103,23 @@ def test_transpositions_are_summed_in_closed_form(R):
     assert value == pytest.approx(naive_log_q_sym(theta, alpha, beta, swaps), rel=1e-12)
 
 
+def test_one_row_changed_costs_one_row():
+    """The ridge moves' O(R) update of the transpositions' sum equals the whole sum."""
+    rng = np.random.default_rng(0)
+    R = 9
+    C = rng.normal(scale=3.0, size=(R, R))
+    empty = np.zeros((0, R), dtype=np.int64)
+    rest = np.empty(3)
+    for r in (0, 4, R - 1):
+        _pairs_without(C, r, rest)
+        C[r] += rng.normal(size=R)  # only row r moves along its ridge
+        assert _row_lse(C, r, empty, np.empty(0), rest) == pytest.approx(_perm_lse(C, empty, np.empty(0)),
+                                                                         rel=1e-13)
+
+
 @njit
 def _seed_numba(seed):
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 (numba's generator has the legacy API only)
 
 
 def test_ridge_moves_keep_their_target():
@@ -111,7 +133,7 @@ def test_ridge_moves_keep_their_target():
     must match the target's, computed on a grid.
     """
     rng = np.random.default_rng(3)
-    shape, R, t = (4, 5), 2, 0.5
+    R, t = 2, 0.5
     offsets = np.array([0, 4, 9], dtype=np.int64)
     D = offsets[-1]
     alpha = np.repeat(rng.uniform(2.0, 6.0, size=(D, 1)), R, axis=1) * rng.uniform(0.5, 1.5, size=(D, R))

@@ -260,12 +260,14 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, t
     ``C`` (``(R, R)``) and ``terms`` (one per relabelling) are work arrays.
     """
     D, R = phi.shape
-    for r in range(R):
-        for s in range(R):
-            c = 0.0
-            for d in range(D):
-                c += log_norm_q[d, s] + (alpha[d, s] - 1.0) * phi[d, r] - beta[d, s] * theta[d, r]
-            C[r, s] = c
+    # C = 1 const' + phi' (alpha - 1) - theta' beta, the products by BLAS.
+    C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta)
+    for s in range(R):
+        c = 0.0
+        for d in range(D):
+            c += log_norm_q[d, s]
+        for r in range(R):
+            C[r, s] += c
     identity = 0.0
     for r in range(R):
         identity += C[r, r]
@@ -316,13 +318,60 @@ def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, 
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms):
+def _pairs_without(C, r, rest):
+    """For the identity-and-transpositions sum: what does not involve row ``r`` of ``C``, into ``rest``.
+
+    ``rest = (trace of the other rows, shift, sum over the identity and the
+    transpositions of two other components of exp(change of the trace - shift))``.
+    """
+    R = C.shape[0]
+    trace = 0.0
+    for s in range(R):
+        if s != r:
+            trace += C[s, s]
+    best = 0.0
+    for a in range(R):
+        for b in range(a + 1, R):
+            if a != r and b != r:
+                best = max(best, C[a, b] + C[b, a] - C[a, a] - C[b, b])
+    acc = math.exp(-best)
+    for a in range(R):
+        for b in range(a + 1, R):
+            if a != r and b != r:
+                acc += math.exp(C[a, b] + C[b, a] - C[a, a] - C[b, b] - best)
+    rest[0] = trace
+    rest[1] = best
+    rest[2] = acc
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _row_lse(C, r, perms, terms, rest):
+    """:func:`_perm_lse` when only row ``r`` of ``C`` has changed since :func:`_pairs_without` filled ``rest``:
+    :math:`O(R)` for the identity and transpositions (an empty ``perms``)."""
+    if perms.shape[0] > 0:
+        return _perm_lse(C, perms, terms)
+    R = C.shape[0]
+    crr = C[r, r]
+    best = rest[1]
+    for b in range(R):
+        if b != r:
+            best = max(best, C[r, b] + C[b, r] - crr - C[b, b])
+    acc = rest[2] * math.exp(rest[1] - best)
+    for b in range(R):
+        if b != r:
+            acc += math.exp(C[r, b] + C[b, r] - crr - C[b, b] - best)
+    return rest[0] + crr + best + math.log(acc)
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms, rest):
     """Log target along component ``r``'s scale ridge, up to a constant, at shift ``u``."""
     eu = math.exp(u)
     emu = 1.0 / eu
     for s in range(C.shape[1]):
         C[r, s] = c_base[s] + a_diff[s] * u - b0[s] * (eu - 1.0) - bm[s] * (emu - 1.0)
-    return t * (-lam0 * (eu - 1.0) - lamm * (emu - 1.0)) + n_diff * u + (1.0 - t) * _perm_lse(C, perms, terms)
+    lse = _row_lse(C, r, perms, terms, rest)
+    return t * (-lam0 * (eu - 1.0) - lamm * (emu - 1.0)) + n_diff * u + (1.0 - t) * lse
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -334,72 +383,79 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     prior, ``q_sym`` and the Jacobian only; in :math:`u = \log c` it is
     log-concave for the single-labelling ``q`` (a generalised inverse
     Gaussian in :math:`c`). Slice sampling (Neal 2003) with stepping out
-    leaves it exactly invariant at :math:`O(R\,P)` per evaluation.
+    leaves it exactly invariant.
 
     ``C`` is filled from ``phi`` first: the relabelling sum couples the
-    components, and the work array may hold a rejected proposal's rows. The
+    components, and the work array may hold a rejected proposal's rows. Per
+    mode the pieces of ``C`` are products of ``R x n`` and ``n x R`` arrays
+    (BLAS), and a move along a ridge rescales one row of each, so a sweep
+    costs :math:`O(D R^2)` once and each evaluation of the conditional
+    :math:`O(R)` (the identity and transpositions) or :math:`O(R\,R!)`. The
     likelihood's gradient ``lik_grad`` (with respect to the factors) is
     carried along the ridges, where it scales by :math:`1/c` and :math:`c`.
     """
     D, R = phi.shape
     N = offsets.shape[0] - 1
+    theta = np.exp(phi)
+    # Per mode n: A[n] = phi_n' (alpha_n - 1), B[n] = theta_n' beta_n, their q-density constants, the
+    # column sums of alpha_n - 1 and the prior's rate-weighted sums of theta_n.
+    A = np.empty((N, R, R))
+    B = np.empty((N, R, R))
+    a_sum = np.zeros((N, R))
+    lam_sum = np.zeros((N, R))
+    const = np.zeros(R)
+    for n in range(N):
+        lo, hi = offsets[n], offsets[n + 1]
+        A[n] = np.dot(phi[lo:hi].T.copy(), alpha[lo:hi] - 1.0)
+        B[n] = np.dot(theta[lo:hi].T.copy(), beta[lo:hi])
+        for d in range(lo, hi):
+            for s in range(R):
+                a_sum[n, s] += alpha[d, s] - 1.0
+                lam_sum[n, s] += rates[d] * theta[d, s]
+                const[s] += log_norm_q[d, s]
+    for r in range(R):
+        for s in range(R):
+            c = const[s]
+            for n in range(N):
+                c += A[n, r, s] - B[n, r, s]
+            C[r, s] = c
     a_diff = np.empty(R)
     b0 = np.empty(R)
     bm = np.empty(R)
     c_base = np.empty(R)
-    theta = np.empty(D)
-    for r in range(R):
-        for d in range(D):
-            theta[d] = math.exp(phi[d, r])
-        for s in range(R):
-            c = 0.0
-            for d in range(D):
-                c += log_norm_q[d, s] + (alpha[d, s] - 1.0) * phi[d, r] - beta[d, s] * theta[d]
-            C[r, s] = c
+    rest = np.empty(3)
     for r in range(R):
         for m in range(1, N):
-            # The sums that move row r of C along the ridge.
-            for d in range(D):
-                theta[d] = math.exp(phi[d, r])
             for s in range(R):
-                a0 = 0.0
-                am = 0.0
-                bb0 = 0.0
-                bbm = 0.0
-                for d in range(offsets[1]):
-                    a0 += alpha[d, s] - 1.0
-                    bb0 += beta[d, s] * theta[d]
-                for d in range(offsets[m], offsets[m + 1]):
-                    am += alpha[d, s] - 1.0
-                    bbm += beta[d, s] * theta[d]
                 c_base[s] = C[r, s]
-                a_diff[s] = a0 - am
-                b0[s] = bb0
-                bm[s] = bbm
-            lam0 = 0.0
-            lamm = 0.0
-            for d in range(offsets[1]):
-                lam0 += rates[d] * theta[d]
-            for d in range(offsets[m], offsets[m + 1]):
-                lamm += rates[d] * theta[d]
+                a_diff[s] = a_sum[0, s] - a_sum[m, s]
+                b0[s] = B[0, r, s]
+                bm[s] = B[m, r, s]
+            lam0 = lam_sum[0, r]
+            lamm = lam_sum[m, r]
             n_diff = float(offsets[1] - (offsets[m + 1] - offsets[m]))
-            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms)
+            if perms.shape[0] == 0:
+                _pairs_without(C, r, rest)
+            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms, rest)
             level = f0 + math.log(np.random.random())
             width = 1.0
             lo = -width * np.random.random()
             hi = lo + width
             for _ in range(30):
-                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms) <= level:
+                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms,
+                               rest) <= level:
                     break
                 lo -= width
             for _ in range(30):
-                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms) <= level:
+                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms,
+                               rest) <= level:
                     break
                 hi += width
             u = 0.0
             for _ in range(100):
                 u = lo + (hi - lo) * np.random.random()
-                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms) > level:
+                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms,
+                               rest) > level:
                     break
                 if u < 0.0:
                     lo = u
@@ -407,10 +463,18 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
                     hi = u
             else:
                 u = 0.0
-            # Row r of C at the chosen point (the last evaluation may have been elsewhere).
-            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms)
+            # Row r of C at the chosen point (the last evaluation may have been elsewhere), and the pieces
+            # that move with it.
+            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms, rest)
             eu = math.exp(u)
             emu = 1.0 / eu
+            for s in range(R):
+                A[0, r, s] += u * a_sum[0, s]
+                A[m, r, s] -= u * a_sum[m, s]
+                B[0, r, s] *= eu
+                B[m, r, s] *= emu
+            lam_sum[0, r] *= eu
+            lam_sum[m, r] *= emu
             for d in range(offsets[1]):
                 phi[d, r] += u
                 lik_grad[d, r] *= emu
