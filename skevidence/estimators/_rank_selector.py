@@ -24,8 +24,9 @@ SELECTOR_DEFAULTS = dict(sampler=CP_SAMPLER, n_samples=10000, n_burnin=4000)
 #: decided when every other rank is that far below.
 DECISION_Z = 3.0
 
-#: With a tolerance, every rank is first estimated at this multiple of ``tol``;
-#: only those still in the running are refined to ``tol``.
+#: With a tolerance, every rank is first estimated by one round of its chains
+#: (no tolerance: a screen), then the ranks still in the running are refined to
+#: this multiple of ``tol``, and the tolerance halved pass by pass down to ``tol``.
 SCREEN_TOL_FACTOR = 8.0
 
 
@@ -115,26 +116,32 @@ class RankSelectorMixin:
         """Fit a model of every rank on ``X``; set the fitted attributes.
 
         With an automatic budget (``reference="vb"`` and a ``tol``) every rank
-        is first estimated at ``SCREEN_TOL_FACTOR * tol``; then, the tolerance
-        halved pass after pass down to ``tol``, the ranks still in the running
-        (within ``DECISION_Z`` combined error bars of the best) are estimated
-        again, so the budget goes where the decision is open.
-        ``cv_results_["tol"]`` is the tolerance each rank last ran at and
-        ``cv_results_["within_tol"]`` whether its error bar is within ``tol``.
+        is first estimated by one round of its chains, with no tolerance (a
+        screen: a rank far below the best is not worth a tolerance, and an
+        over- or under-fitted rank can take long to reach one); then, at
+        ``SCREEN_TOL_FACTOR * tol`` and with the tolerance halved pass after
+        pass down to ``tol``, the ranks still in the running (within
+        ``DECISION_Z`` combined error bars of the best) are estimated again,
+        so the budget goes where the decision is open.
+        ``cv_results_["tol"]`` is the tolerance each rank last ran at (``inf``
+        for the screen alone) and ``cv_results_["within_tol"]`` whether its
+        error bar is within ``tol``.
         """
         X = self._model_class._validate_input(self, X, reset=True)
         ranks = self._check_ranks(X)
         base = self._base_model()
         staged = self.method == "sti" and base.reference == "vb" and base.tol is not None and ranks.size > 1
-        # The tolerances of the passes: SCREEN_TOL_FACTOR * tol, halved down to tol.
+        # The tolerances of the passes: the screen, then SCREEN_TOL_FACTOR * tol halved down to tol.
         if staged:
-            levels = [base.tol * SCREEN_TOL_FACTOR / 2**k for k in range(int(np.log2(SCREEN_TOL_FACTOR)) + 1)]
+            levels = [np.inf] + [base.tol * SCREEN_TOL_FACTOR / 2**k
+                                 for k in range(int(np.log2(SCREEN_TOL_FACTOR)) + 1)]
             # The last level again, should a rank enter the running late.
             levels += [levels[-1]] * ranks.size
         else:
             levels = [np.inf]
         rows, estimators = {}, {}
         reached = np.full(ranks.size, np.inf)
+        fitted = np.zeros(ranks.size, dtype=bool)
         # Seconds of every rank's last fit. A refit repeats that run (same seed)
         # before it can lengthen, and lengthens only if twice the time spent is
         # within max_time: otherwise it would return the same estimate again.
@@ -151,11 +158,11 @@ class RankSelectorMixin:
             again = (stds > level) & (reached > level) & (stds <= reached)
             if max_time is not None:
                 again &= 2.0 * last_time <= max_time
-            todo = ~np.isfinite(reached) | (_in_the_running(scores, stds) & again)
+            todo = ~fitted | (_in_the_running(scores, stds) & again)
             todo = [int(i) for i in np.flatnonzero(todo)]
             if not todo:
                 continue
-            model = clone(base).set_params(tol=level) if staged else base
+            model = clone(base).set_params(tol=level if np.isfinite(level) else None) if staged else base
             search = self._search(model, ranks[todo], X)
             res = search.cv_results_
             for j, i in enumerate(todo):
@@ -168,6 +175,7 @@ class RankSelectorMixin:
                 )
                 estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
                 reached[i] = level
+                fitted[i] = True
                 last_time[i] = float(res["mean_fit_time"][j])
         params = [{self._rank_param: int(r)} for r in ranks]
         results = EvidenceGridSearch._format_evidence_results(params, [rows[i] for i in range(ranks.size)])
