@@ -363,13 +363,13 @@ def test_error_pieces_of_a_real_selector_are_drawn():
     rng = np.random.default_rng(0)
     X = rng.poisson(rng.exponential(size=(20, 2)) @ rng.exponential(size=(2, 15)))
     sel = BayesianNMFRankSelector(ranks=[1, 2], tol=None, random_state=0).fit(X)
-    pieces = {key: sel.cv_results_[key] for key in ("mc_error", "lag_error", "quadrature_error")}
+    pieces = {key: sel.cv_results_[key] for key in ("mc_error", "lag_error", "quadrature_error", "mode_error")}
     for values in pieces.values():
         assert values.shape == (2,) and np.all(np.isfinite(values)) and np.all(values >= 0)
     # The error bar is the root sum of squares of its pieces.
     np.testing.assert_allclose(np.sqrt(sum(v**2 for v in pieces.values())), sel.log_evidence_std_)
     disp = EvidenceCurveDisplay.from_estimator(sel).plot_error_pieces()
-    assert set(disp.error_pieces_bars_) == {"Monte Carlo", "chain lag", "quadrature", "error bar"}
+    assert set(disp.error_pieces_bars_) == {"Monte Carlo", "chain lag", "quadrature", "mode search", "error bar"}
     heights = [bar.get_height() for bar in disp.error_pieces_bars_["chain lag"]]
     np.testing.assert_allclose(heights, pieces["lag_error"])
     labels = [t.get_text() for t in disp.error_pieces_ax_.get_xticklabels()]

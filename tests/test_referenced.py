@@ -267,7 +267,7 @@ def test_error_bar_pieces_and_rounds():
     X = rng.poisson(rng.exponential(size=(15, 2)) @ rng.exponential(size=(2, 12)))
     result = referenced_ti_log_evidence(X, 2, 1.0, random_state=0, tol=0.5)
     d = result.diagnostics
-    pieces = math.sqrt(d["mc_error"] ** 2 + d["lag_error"] ** 2 + d["quadrature_error"] ** 2)
+    pieces = math.sqrt(d["mc_error"] ** 2 + d["lag_error"] ** 2 + d["quadrature_error"] ** 2 + d["mode_error"] ** 2)
     assert result.std_error == pytest.approx(pieces)
     assert d["converged"] and result.std_error <= 0.5
     assert d["rounds"][-1]["error"] == pytest.approx(result.std_error)
@@ -372,3 +372,34 @@ def test_selector_does_not_refit_what_max_time_would_stop_again():
         warnings.simplefilter("ignore", ConvergenceWarning)
         sel = BayesianNMFRankSelector(ranks=(2, 3), random_state=0, tol=0.5, max_time=1e-3).fit(X)
     np.testing.assert_array_equal(sel.cv_results_["tol"], [np.inf, np.inf])
+
+
+def test_reference_search_doubles_while_its_halves_disagree():
+    """Two halves of the starts are two searches: their best bounds' difference is the mode error."""
+    from skevidence.evidence.referenced import _Data, _search_reference
+
+    data = _Data(np.ones((3, 2)))
+
+    def scripted(values):
+        it = iter(values)
+        return lambda data, R, rates, rng: (next(it), np.ones((5, 1)), np.ones((5, 1)))
+
+    # The first four agree with the second four: no doubling, no mode error.
+    out = _search_reference(scripted([1.0, 5.0, 2.0, 3.0, 4.0, 5.0, 0.0, 1.0]), data, 1, 1.0, 8, 64, 1.0,
+                            lambda: False, None)
+    assert out[0] == 5.0 and out[3].size == 8 and out[4] == 0.0
+    # Halves 10 apart: doubled to 16, where the halves' best are 10 and 30, then to 32 (the cap), where
+    # they are 30 and 40.
+    values = [0.0] * 7 + [10.0] + [30.0] * 8 + [40.0] * 16
+    out = _search_reference(scripted(values), data, 1, 1.0, 8, 32, 1.0, lambda: False, None)
+    assert out[0] == 40.0 and out[3].size == 32 and out[4] == 10.0
+    out = _search_reference(scripted(values), data, 1, 1.0, 8, 16, 1.0, lambda: False, None)
+    assert out[3].size == 16 and out[4] == 20.0
+    # Found by both halves at 16: the doubling stops there.
+    values = [0.0] * 7 + [10.0] + [0.0] * 7 + [10.0]
+    out = _search_reference(scripted(values), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
+    assert out[3].size == 16 and out[4] == 0.0
+    # Out of time, or no tolerance: no doubling, the disagreement reported.
+    for tol, out_of_time in ((1.0, lambda: True), (None, lambda: False)):
+        out = _search_reference(scripted(values), data, 1, 1.0, 8, 64, tol, out_of_time, None)
+        assert out[3].size == 8 and out[4] == 10.0

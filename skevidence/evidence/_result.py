@@ -10,7 +10,8 @@ __all__ = ["EvidenceResult", "ERROR_PIECES"]
 #: What an error bar can cover, by ``diagnostics`` key, with its name in
 #: reports: the error bar is the root sum of squares of the pieces a method
 #: reports (referenced TI reports all three).
-ERROR_PIECES = {"mc_error": "Monte Carlo", "lag_error": "chain lag", "quadrature_error": "quadrature"}
+ERROR_PIECES = {"mc_error": "Monte Carlo", "lag_error": "chain lag", "quadrature_error": "quadrature",
+                "mode_error": "mode search"}
 
 
 def _frozen(array):

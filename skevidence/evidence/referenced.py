@@ -34,7 +34,12 @@ squares of
   chain and the whole (a lagging chain drifts; its bias shrinks as it
   lengthens, about as 1/length once the transient is shorter than the chain);
 - the quadrature error, Richardson's :math:`|S_K - S_{K/2}|/15` on the mean
-  integrand.
+  integrand;
+- the mode search: the difference of the best bounds of two halves of the
+  reference's random starts (:func:`_search_reference`). The chains stay near
+  the reference's mode, and a factorisation's posterior can have many modes
+  beyond its relabellings, far apart in mass: a reference at a lesser mode
+  gives a lesser evidence, which no statistic of the chains shows.
 
 A ladder cooling from a posterior state was tried as a bracket of the lag
 and dropped: at over-fitted ranks its chains keep splittings of the
@@ -85,6 +90,7 @@ RTI_DEFAULTS = dict(
     n_keep=400,
     n_leapfrog=10,
     n_vb_starts=8,
+    max_vb_starts=64,
     tol=DEFAULT_TOL,
     max_time=None,
     max_refinements=8,
@@ -238,6 +244,37 @@ def _best_of_starts(fit, data, R, prior_rates, n_starts, random_state):
     bounds = np.array([f[0] for f in fits])
     best = int(np.argmax(bounds))
     return bounds[best], fits[best][1], fits[best][2], bounds
+
+
+def _search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_of_time, rng):
+    """Random starts of ``fit``, doubled while two halves of them disagree on the best mode.
+
+    The posterior of a factorisation can have many modes, far apart in mass
+    (a power spectrogram's at rank 2 has dozens, thousands of nats apart),
+    and the chains of the ladder stay near the reference's: a reference at a
+    lesser mode gives a lesser evidence, by about the difference of the
+    modes' bounds, and no chain statistic shows it. Two halves of the starts
+    are two independent searches of equal effort: the difference of their
+    best bounds, ``mode_error``, estimates what a search of that effort
+    misses. The starts are doubled while it is above ``tol`` (``None``: no
+    doubling), up to ``max_starts`` or until ``out_of_time()``.
+
+    Returns ``(best bound, its alpha, its beta, every start's bound, mode_error)``.
+    """
+    rates = _row_rates(prior_rates, data.shape)
+    fits = []
+    n = n_starts
+    while True:
+        while len(fits) < n:
+            fits.append(fit(data, R, rates, rng))
+        bounds = np.array([f[0] for f in fits])
+        half = bounds.size // 2
+        mode_error = float(abs(bounds[:half].max() - bounds[half:].max())) if half else 0.0
+        if tol is None or mode_error <= tol or bounds.size >= max_starts or out_of_time():
+            break
+        n = min(2 * n, max_starts)
+    best = int(np.argmax(bounds))
+    return bounds[best], fits[best][1], fits[best][2], bounds, mode_error
 
 
 def _laplace_fit(data, R, rates, rng):
@@ -394,8 +431,9 @@ class _Ladder:
 def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatures=RTI_DEFAULTS["n_temperatures"],
                                n_burnin=RTI_DEFAULTS["n_burnin"], n_keep=RTI_DEFAULTS["n_keep"],
                                n_leapfrog=RTI_DEFAULTS["n_leapfrog"], n_vb_starts=RTI_DEFAULTS["n_vb_starts"],
-                               tol=RTI_DEFAULTS["tol"], max_time=RTI_DEFAULTS["max_time"],
-                               max_refinements=RTI_DEFAULTS["max_refinements"], n_jobs=2,
+                               max_vb_starts=RTI_DEFAULTS["max_vb_starts"], tol=RTI_DEFAULTS["tol"],
+                               max_time=RTI_DEFAULTS["max_time"], max_refinements=RTI_DEFAULTS["max_refinements"],
+                               n_jobs=2,
                                likelihood="poisson", likelihood_shape=1.0, random_state=None, verbose=0):
     r"""Log-evidence of a CP model (NMF for a matrix) by referenced TI with Metropolis-adjusted HMC.
 
@@ -423,7 +461,12 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     n_leapfrog : int, default=10
         Leapfrog steps per HMC iteration.
     n_vb_starts : int, default=8
-        Random starts of the variational fit; the best bound is kept.
+        Random starts of the reference's fit (variational or Laplace); the
+        best bound is kept. Two halves of the starts are two independent
+        searches for the posterior's best mode; while their best bounds differ
+        by more than ``tol`` the starts are doubled.
+    max_vb_starts : int, default=64
+        Most starts of the reference's fit.
     tol : float or None, default=1.0
         Target error bar in nats; ``None`` runs the first round only.
     max_time : float or None, default=None
@@ -447,11 +490,13 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     Returns
     -------
     EvidenceResult
-        ``method="rti"``; ``std_error`` is the error bar (Monte-Carlo, lag and
-        quadrature). ``diagnostics`` holds ``"ladders"`` (the two ladders'
-        estimates), ``"mc_error"``, ``"lag_error"``, ``"quadrature_error"``,
-        ``"elbo"`` (the integrand at :math:`t = 0`), ``"vb_bound"`` (the Laplace value for the Gamma likelihoods) and
-        ``"vb_bounds"`` (every start's), ``"acceptance"``, ``"step_size"``,
+        ``method="rti"``; ``std_error`` is the error bar (Monte-Carlo, lag,
+        quadrature and mode search). ``diagnostics`` holds ``"ladders"`` (the
+        two ladders' estimates), ``"mc_error"``, ``"lag_error"``,
+        ``"quadrature_error"``, ``"mode_error"``, ``"reference_starts"``,
+        ``"elbo"`` (the integrand at :math:`t = 0`), ``"vb_bound"`` (the
+        Laplace value for the Gamma likelihoods) and ``"vb_bounds"`` (every
+        start's), ``"acceptance"``, ``"step_size"``,
         ``"converged"``, ``"tol"``, ``"stop_reason"`` (why the budget
         loop stopped, in words), ``"rounds"`` (every check: budget,
         estimate, pieces, time) and the final ``"n_temperatures"`` and
@@ -469,15 +514,23 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     True
     """
     start = time.perf_counter()
-    _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, tol, max_time,
-                    max_refinements)
+    _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, max_vb_starts, tol,
+                    max_time, max_refinements)
     kappa = likelihood_shape_of(likelihood, likelihood_shape)
     data = _Data(X, kappa)
     rng = check_random_state(random_state)
     rates = _row_rates(prior_rates, data.shape)
-    fit_reference = variational_reference if kappa == 0.0 else laplace_reference
-    elbo_bound, alpha, beta, vb_bounds = fit_reference(data, n_components, prior_rates, n_starts=n_vb_starts,
-                                                       random_state=rng)
+
+    def out_of_time():
+        # The next step costs about what has been spent so far.
+        return max_time is not None and 2.0 * (time.perf_counter() - start) > max_time
+
+    elbo_bound, alpha, beta, vb_bounds, mode = _search_reference(
+        _vb_fit if kappa == 0.0 else _laplace_fit, data, n_components, prior_rates, n_vb_starts,
+        max(n_vb_starts, max_vb_starts), tol, out_of_time, rng)
+    # What the chains' own pieces must reach for the whole bar to be within tol; a mode error at or
+    # above tol is not lowered by longer chains, which then need only be well below it.
+    ti_target = None if tol is None else (math.sqrt(tol**2 - mode**2) if mode < tol else mode)
     ladders = [_Ladder(data, alpha, beta, rates, seed) for seed in rng.randint(0, 2**31 - 1, size=2)]
 
     def both(step, *args):
@@ -502,22 +555,27 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         K = ladders[0].temperatures.size - 1
         mean_g = 0.5 * (parts[0][3] + parts[1][3]) * ladders[0].dt
         quad = abs(estimate - 2.0 * float(simpson_weights(K // 2) @ mean_g[::2])) / 15.0
-        err = math.sqrt(mc**2 + lag**2 + quad**2)
+        err_chains = math.sqrt(mc**2 + lag**2 + quad**2)
+        err = math.hypot(err_chains, mode)
         n_kept = ladders[0].n_kept
         rounds.append(dict(n_temperatures=K, n_keep=n_kept, log_evidence=estimate, error=err, mc=mc, lag=lag,
-                           quad=quad, n_grad=sum(ladder.n_grad for ladder in ladders),
+                           quad=quad, mode=mode, n_grad=sum(ladder.n_grad for ladder in ladders),
                            time=time.perf_counter() - start))
         if verbose:
             print(f"[rti] rank {n_components}, {K} temperatures, {n_kept} draws each: {estimate:.2f} ± {err:.2f} "
-                  f"(Monte Carlo {mc:.2f}, lag {lag:.2f}, quadrature {quad:.2f}), "
-                  f"{time.perf_counter() - start:.1f} s", flush=True)
+                  f"(Monte Carlo {mc:.2f}, lag {lag:.2f}, quadrature {quad:.2f}, mode search {mode:.2f} from "
+                  f"{vb_bounds.size} starts), {time.perf_counter() - start:.1f} s", flush=True)
         converged = tol is not None and err <= tol
         if converged:
             reason = f"the error bar is below tol={tol:g}"
         if tol is None or converged:
             break
-        # The next step costs about what has been spent so far.
-        if max_time is not None and 2.0 * (time.perf_counter() - start) > max_time:
+        if err_chains <= ti_target:
+            reason = (f"{vb_bounds.size} starts of the reference's fit found best modes {mode:.3g} nats apart, "
+                      f"so the posterior has modes no chain here visits (a better one raises the evidence), "
+                      f"and longer chains cannot lower that")
+            break
+        if out_of_time():
             reason = f"max_time={max_time:g} s would be exceeded"
             break
         if max_refinements is not None and len(rounds) > max_refinements:
@@ -528,7 +586,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         warnings.warn(
             f"Referenced TI at rank {n_components} stopped at an error bar of {err:.3g} nats, above "
             f"tol={tol:g}, because {reason}; the estimate {estimate:.6g} may be off by more than tol. "
-            f"Raise max_time or max_refinements (or tol).",
+            + ("A longer search for the reference (max_vb_starts, max_time) may find a better mode."
+               if err_chains <= ti_target else "Raise max_time or max_refinements (or tol)."),
             ConvergenceWarning, stacklevel=2,
         )
     offsets = data.offsets
@@ -536,7 +595,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     factors = [posterior_mean[offsets[m]:offsets[m + 1]] for m in range(len(data.shape))]
     U_mean = 0.5 * (parts[0][3] + parts[1][3])
     diagnostics = dict(
-        ladders=(parts[0][0], parts[1][0]), mc_error=mc, lag_error=lag, quadrature_error=quad,
+        ladders=(parts[0][0], parts[1][0]), mc_error=mc, lag_error=lag, quadrature_error=quad, mode_error=mode,
+        reference_starts=int(vb_bounds.size),
         elbo=float(U_mean[0]), vb_bound=float(elbo_bound), vb_bounds=vb_bounds,
         acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
         step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
@@ -554,10 +614,11 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     )
 
 
-def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, tol, max_time,
-                    max_refinements):
+def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, max_vb_starts, tol,
+                    max_time, max_refinements):
     checks = [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4), ("n_burnin", n_burnin, 0),
-              ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1), ("n_vb_starts", n_vb_starts, 1)]
+              ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1), ("n_vb_starts", n_vb_starts, 1),
+              ("max_vb_starts", max_vb_starts, 1)]
     if max_refinements is not None:
         checks.append(("max_refinements", max_refinements, 0))
     for name, value, low in checks:

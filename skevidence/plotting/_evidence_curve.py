@@ -280,7 +280,7 @@ class EvidenceCurveDisplay:
     error_pieces : dict, default=None
         What each rank's error bar is made of: keys of
         ``skevidence.evidence.ERROR_PIECES`` (``"mc_error"``,
-        ``"lag_error"``, ``"quadrature_error"``) mapped to arrays of shape
+        ``"lag_error"``, ``"quadrature_error"``, ``"mode_error"``) mapped to arrays of shape
         ``(n_ranks,)`` in nats, NaN where unknown. :meth:`from_estimator`
         takes them from ``cv_results_``; :meth:`plot_error_pieces` draws them.
 
