@@ -180,6 +180,7 @@ def _decision(selector):
 def _nmf_rank(args, out):
     from .audio import SpectrogramTransformer
     from .estimators import BayesianNMFRankSelector
+    from .evidence import ERROR_PIECES
     from .models import auto_prior_rate
 
     paths, waveforms, rate = _load(args.files)
@@ -271,6 +272,8 @@ def _nmf_rank(args, out):
             "best_rank": int(selector.best_rank_),
             "decided": bool(selector.decided_),
             "within_tol": [bool(v) for v in selector.cv_results_.get("within_tol", [])],
+            # What every rank's error bar is made of (NaN, written null, where the method reports no piece).
+            "error_pieces": {key: _finite_or_none(selector.cv_results_[key]) for key in ERROR_PIECES},
             "errors": {str(k): v for k, v in selector.errors_.items()},
             "settings": {
                 "reference": args.reference, "tol": args.tol, "max_time": args.max_time,

@@ -160,3 +160,7 @@ def test_nmf_rank_referenced_path_reports_its_decision(tmp_path):
     # Rank 2 is tens of thousands of nats above rank 1 on the clip.
     assert record["best_rank"] == 2 and record["decided"] is True
     assert "decided:" in run.stdout and "NOT decided" not in run.stdout
+    # The error bars' pieces, per rank, whose root sum of squares is the bar.
+    pieces = record["error_pieces"]
+    assert set(pieces) == {"mc_error", "lag_error", "quadrature_error", "mode_error"}
+    np.testing.assert_allclose(np.sqrt(sum(np.square(v) for v in pieces.values())), record["log_evidence_std"])
