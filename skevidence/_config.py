@@ -1,10 +1,28 @@
-"""Numerical settings shared by the whole package, in one place.
+"""Numerical settings and defaults of the whole package, in one place.
 
-Every tolerance, floor and default that more than one module relies on lives
-here, so that a change of policy is a change of one line.
+Every tolerance, floor and default lives here, the estimators', the
+functions' and the command line's, so that a change of policy is a change of
+one line and two defaults that differ stand side by side with the reason.
 """
 
 __all__ = [
+    "AUTO_CHAIN",
+    "CHIB_DEFAULTS",
+    "CLI_DEFAULTS",
+    "CP_SAMPLER",
+    "DECISION_Z",
+    "DEFAULT_BLOCKS",
+    "RTI_DEFAULTS",
+    "SCREEN_TOL_FACTOR",
+    "SELECTOR_DEFAULTS",
+    "SGAIS_BATCH_SIZE",
+    "SGAIS_DEFAULTS",
+    "SGAIS_LEARNING_RATE",
+    "SGAIS_MOMENTUM_DECAY",
+    "SMC_DEFAULTS",
+    "STI_BATCH_SIZE",
+    "STI_DEFAULTS",
+    "STI_FUNCTION_DEFAULTS",
     "DEFAULT_LADDER_POWER",
     "DEFAULT_TOL",
     "FASTMATH",
@@ -94,3 +112,121 @@ GENERIC_MAX_STEP = 100.0
 #: Fewest entries in a part for the NMF kernel to run its blocks in parallel;
 #: below it the per-iteration fork/join of the threads costs more than it saves.
 PARALLEL_MIN_PART = 20_000
+
+
+# ----------------------------------------------------------------------------
+# Defaults of the estimators, the evidence functions and the command line.
+
+#: Minibatch size of STI: the papers' N_s = 250 (Şimşekli et al. 2016, section 4.1.1).
+STI_BATCH_SIZE = 250
+
+#: Minibatch and chunk size of SGAIS (Cameron et al. 2019a): larger than STI's,
+#: since a chunk's annealing reweights every particle by the whole minibatch.
+SGAIS_BATCH_SIZE = 500
+
+#: The per-observation learning rate of Cameron et al. (2019b): eta = 0.1 / n.
+SGAIS_LEARNING_RATE = 0.1
+
+#: The friction alpha of Cameron et al. (2019b) (1 - alpha is the fraction of velocity kept per step).
+SGAIS_MOMENTUM_DECAY = 0.2
+
+#: Defaults of :func:`~skevidence.sti_log_evidence` called directly: the
+#: papers' ten temperatures (Şimşekli et al. 2016).
+STI_FUNCTION_DEFAULTS = dict(
+    temperatures=10,
+    ladder="power",
+    n_samples=3000,
+    n_burnin=1000,
+    batch_size=STI_BATCH_SIZE,
+    sampler="psgld",
+    step_size="auto",
+    step_decay=STEP_DECAY,
+)
+
+#: Default STI settings of the estimators: the function's, with twice the
+#: temperatures (the estimators' default has to hold across models and data
+#: sizes, where ten left a ladder error of nats).
+STI_DEFAULTS = dict(STI_FUNCTION_DEFAULTS, temperatures=20)
+
+#: Default SGAIS settings of the estimators and of :func:`~skevidence.sgais_log_evidence`.
+SGAIS_DEFAULTS = dict(
+    n_particles=10,
+    target_ess=8,
+    chunk_size=None,
+    n_steps=20,
+    learning_rate=SGAIS_LEARNING_RATE,
+    resample=True,
+    reservoir_size=None,
+)
+
+#: Defaults of the referenced path (:func:`~skevidence.evidence.referenced_ti_log_evidence`;
+#: measured on the bundled clip and on simulated counts against the SMC; see the user guide).
+RTI_DEFAULTS = dict(
+    n_temperatures=16,
+    n_burnin=200,
+    n_keep=400,
+    n_leapfrog=10,
+    n_vb_starts=8,
+    max_vb_starts=64,
+    tol=DEFAULT_TOL,
+    max_time=None,
+    max_refinements=8,
+)
+
+#: Default number of groups of every mode (Şimşekli et al. 2016 use 5 x 5 on a 100 x 75 matrix).
+DEFAULT_BLOCKS = 5
+
+#: Default settings of Chib's method (those of Şimşekli et al. 2016).
+CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
+
+#: Default settings of the count-arrival SMC (``method="smc"``).
+SMC_DEFAULTS = dict(n_particles="auto", n_smc_runs=8)
+
+#: The CP estimators' ``temperatures``, ``n_samples`` and ``n_burnin`` default
+#: to "auto": the settings of the path that ``reference`` chooses.
+AUTO_CHAIN = dict(
+    vb=dict(temperatures=RTI_DEFAULTS["n_temperatures"], n_samples=RTI_DEFAULTS["n_burnin"] + RTI_DEFAULTS["n_keep"],
+            n_burnin=RTI_DEFAULTS["n_burnin"]),
+    prior={name: STI_DEFAULTS[name] for name in ("temperatures", "n_samples", "n_burnin")},
+)
+
+#: The SG-MCMC rule of the CP models' prior path (``reference="prior"``): SGLD
+#: on the logs of the factors with a fixed data-given preconditioner, the rule
+#: whose evidences agree with the rank-1 closed forms. The papers' pSGLD falls
+#: 8-60 nats below them (its frozen preconditioner leaves factors that sat near
+#: zero in burn-in nearly still); it stays available as ``sampler="psgld"``.
+CP_SAMPLER = "logsgld"
+
+#: Where the rank selectors' defaults differ from their models' for ``reference="prior"``:
+#: log-space SGLD is the sampler whose evidences agree with the closed form and with
+#: Chib's method, and the chains are longer (they approach equilibrium slowly as the
+#: temperature rises).
+SELECTOR_DEFAULTS = dict(sampler=CP_SAMPLER, n_samples=10000, n_burnin=4000)
+
+#: A rank whose log-evidence is below the best's by more than this many combined
+#: error bars is out of the running: it is not refined further, and the choice is
+#: decided when every other rank is that far below.
+DECISION_Z = 3.0
+
+#: With a tolerance, every rank is first estimated by one round of its chains
+#: (no tolerance: a screen), then the ranks still in the running are refined to
+#: this multiple of ``tol``, and the tolerance halved pass by pass down to ``tol``.
+SCREEN_TOL_FACTOR = 8.0
+
+#: Defaults of ``skevidence nmf-rank``. ``scale`` multiplies the 16-bit sample
+#: units (the Poisson likelihood reads magnitudes as counts at that scale).
+#: ``prior_chain`` is the chain of ``--reference prior`` (the papers' path).
+#: ``vb_chain`` is the first round of ``--reference vb`` (``--tol`` lengthens
+#: it): a quarter of the estimators' default, since one round at rank 32 on a
+#: spectrogram of 60 000 bins costs minutes, and the ranks of a recording
+#: differ by thousands of nats. ``max_time`` is the seconds a rank may spend on
+#: each refinement pass: on the bundled clip the chains at ranks of 8 and above
+#: do not reach ``tol`` in minutes, and the command says so rather than run
+#: for an hour.
+CLI_DEFAULTS = dict(
+    ranks=(1, 2, 4, 8, 16, 32),
+    scale=1e-3,
+    prior_chain=dict(temperatures=10, n_samples=2000, n_burnin=1000),
+    vb_chain=dict(temperatures=16, n_samples=150, n_burnin=50),
+    max_time=30.0,
+)

@@ -21,23 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ._config import DEFAULT_TOL
+from ._config import CLI_DEFAULTS, DEFAULT_TOL
 
 __all__ = ["main"]
 
-#: Defaults of ``nmf-rank``.
-DEFAULT_RANKS = (1, 2, 4, 8, 16, 32)
-DEFAULT_SCALE = 1e-3
-#: Chain settings of ``--reference prior`` (the papers' path); ``vb`` uses the estimators' own.
-PRIOR_CHAIN = dict(temperatures=10, n_samples=2000, n_burnin=1000)
-#: First round of ``--reference vb`` (``--tol`` lengthens it): a quarter of the
-#: estimators' default, since one round at rank 32 on a spectrogram of 60 000
-#: bins costs minutes, and the ranks of a recording differ by thousands of nats.
-VB_CHAIN = dict(temperatures=16, n_samples=150, n_burnin=50)
-#: Seconds a rank may spend on each refinement pass by default: on the bundled
-#: clip the chains at ranks of 8 and above do not reach ``tol`` in minutes, and
-#: the command says so rather than run for an hour.
-DEFAULT_MAX_TIME = 30.0
+#: Defaults of ``nmf-rank`` (``skevidence._config.CLI_DEFAULTS``).
+DEFAULT_RANKS = CLI_DEFAULTS["ranks"]
+DEFAULT_SCALE = CLI_DEFAULTS["scale"]
+PRIOR_CHAIN = CLI_DEFAULTS["prior_chain"]
+VB_CHAIN = CLI_DEFAULTS["vb_chain"]
+DEFAULT_MAX_TIME = CLI_DEFAULTS["max_time"]
 
 
 def _positive_float(text):
@@ -161,7 +154,7 @@ def _finite_or_none(values):
 
 def _decision(selector):
     """Whether the chosen rank stands out from every other by more than their combined error bars."""
-    from .estimators._rank_selector import DECISION_Z
+    from ._config import DECISION_Z
 
     scores, stds = selector.log_evidence_, selector.log_evidence_std_
     best = int(np.flatnonzero(selector.ranks_ == selector.best_rank_)[0])

@@ -8,10 +8,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y, validate_data
 
-from .._config import STEP_DECAY
+from .._config import SGAIS_DEFAULTS, STI_DEFAULTS
 from ..evidence import ais_log_evidence, exact_log_evidence, sgais_log_evidence, sti_log_evidence
-from ..evidence.sgais import DEFAULT_LEARNING_RATE
-from ..evidence.sti import DEFAULT_BATCH_SIZE, prepare_finite_data
+from ..evidence.sti import prepare_finite_data
 from ..samplers import Sampler
 
 __all__ = ["EvidenceEstimatorMixin", "ExactEvidenceMixin"]
@@ -30,18 +29,6 @@ STI_PARAMETER_CONSTRAINTS = {
     "verbose": ["verbose"],
 }
 
-#: Default STI settings of the estimators (see :func:`~skevidence.sti_log_evidence`).
-STI_DEFAULTS = dict(
-    temperatures=20,
-    ladder="power",
-    n_samples=3000,
-    n_burnin=1000,
-    batch_size=DEFAULT_BATCH_SIZE,
-    sampler="psgld",
-    step_size="auto",
-    step_decay=STEP_DECAY,
-)
-
 #: Constraints of the SGAIS settings (``batch_size``, ``random_state`` and
 #: ``verbose`` are shared with STI). ``target_ess <= n_particles`` is checked at fit.
 SGAIS_PARAMETER_CONSTRAINTS = {
@@ -53,17 +40,6 @@ SGAIS_PARAMETER_CONSTRAINTS = {
     "resample": ["boolean"],
     "reservoir_size": [Interval(Integral, 1, None, closed="left"), None],
 }
-
-#: Default SGAIS settings of the estimators (see :func:`~skevidence.sgais_log_evidence`).
-SGAIS_DEFAULTS = dict(
-    n_particles=10,
-    target_ess=8,
-    chunk_size=None,
-    n_steps=20,
-    learning_rate=DEFAULT_LEARNING_RATE,
-    resample=True,
-    reservoir_size=None,
-)
 
 
 class EvidenceEstimatorMixin:

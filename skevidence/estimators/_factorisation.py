@@ -11,10 +11,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._config import DEFAULT_TOL
-from ..evidence.referenced import RTI_DEFAULTS
+from .._config import AUTO_CHAIN, CHIB_DEFAULTS, CP_SAMPLER, DEFAULT_BLOCKS, DEFAULT_TOL, SMC_DEFAULTS, STI_DEFAULTS
 from ..samplers import Sampler
-from ._base import STI_DEFAULTS, STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
+from ._base import STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
 __all__ = [
     "AUTO_CHAIN",
@@ -26,30 +25,6 @@ __all__ = [
     "CP_SAMPLER",
     "check_ranks_supported",
 ]
-
-#: Default number of groups of every mode (Şimşekli et al. 2016 use 5 x 5 on a 100 x 75 matrix).
-DEFAULT_BLOCKS = 5
-
-#: Default settings of Chib's method (those of Şimşekli et al. 2016).
-CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
-
-#: Default settings of the count-arrival SMC (``method="smc"``).
-SMC_DEFAULTS = dict(n_particles="auto", n_smc_runs=8)
-
-#: ``temperatures``, ``n_samples`` and ``n_burnin`` default to "auto": the
-#: settings of the path that ``reference`` chooses.
-AUTO_CHAIN = dict(
-    vb=dict(temperatures=RTI_DEFAULTS["n_temperatures"], n_samples=RTI_DEFAULTS["n_burnin"] + RTI_DEFAULTS["n_keep"],
-            n_burnin=RTI_DEFAULTS["n_burnin"]),
-    prior={name: STI_DEFAULTS[name] for name in ("temperatures", "n_samples", "n_burnin")},
-)
-
-#: The SG-MCMC rule of the prior path (``reference="prior"``): SGLD on the logs
-#: of the factors with a fixed data-given preconditioner, the rule whose
-#: evidences agree with the rank-1 closed forms. The papers' pSGLD falls 8-60
-#: nats below them (its frozen preconditioner leaves factors that sat near
-#: zero in burn-in nearly still); it stays available as ``sampler="psgld"``.
-CP_SAMPLER = "logsgld"
 
 #: Constraints of the parameters every CP-model estimator has (its rank and
 #: ``prior_rate`` are its own).

@@ -7,27 +7,12 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._config import DECISION_Z, SCREEN_TOL_FACTOR, SELECTOR_DEFAULTS
 from ..evidence._result import ERROR_PIECES
-from ._factorisation import CP_SAMPLER, check_ranks_supported
+from ._factorisation import check_ranks_supported
 from .search import EvidenceGridSearch
 
 __all__ = ["DECISION_Z", "SCREEN_TOL_FACTOR", "SELECTOR_DEFAULTS", "RankSelectorMixin", "selector_constraints"]
-
-#: Where the rank selectors' defaults differ from their models' for ``reference="prior"``:
-#: log-space SGLD is the sampler whose evidences agree with the closed form and with
-#: Chib's method, and the chains are longer (they approach equilibrium slowly as the
-#: temperature rises).
-SELECTOR_DEFAULTS = dict(sampler=CP_SAMPLER, n_samples=10000, n_burnin=4000)
-
-#: A rank whose log-evidence is below the best's by more than this many combined
-#: error bars is out of the running: it is not refined further, and the choice is
-#: decided when every other rank is that far below.
-DECISION_Z = 3.0
-
-#: With a tolerance, every rank is first estimated by one round of its chains
-#: (no tolerance: a screen), then the ranks still in the running are refined to
-#: this multiple of ``tol``, and the tolerance halved pass by pass down to ``tol``.
-SCREEN_TOL_FACTOR = 8.0
 
 
 def selector_constraints(model_class, passthrough):

@@ -4,10 +4,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import STI_DEFAULTS
+from .._config import CHIB_DEFAULTS, DEFAULT_TOL, SELECTOR_DEFAULTS, SMC_DEFAULTS, STI_DEFAULTS
 from ._cp_docs import fill_doc
-from ._factorisation import CHIB_DEFAULTS, DEFAULT_TOL, SMC_DEFAULTS
-from ._rank_selector import SELECTOR_DEFAULTS, RankSelectorMixin, selector_constraints
+from ._rank_selector import RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
 
 __all__ = ["BayesianNMFRankSelector"]

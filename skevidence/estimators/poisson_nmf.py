@@ -9,9 +9,9 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._config import STI_DEFAULTS
 from ..models._factorisation import auto_prior_rate, make_likelihood
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
-from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
 from ._factorisation import (
     CHIB_DEFAULTS,

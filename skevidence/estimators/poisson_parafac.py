@@ -8,8 +8,8 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
+from .._config import STI_DEFAULTS
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
-from ._base import STI_DEFAULTS
 from ._cp_docs import fill_doc
 from ._factorisation import (
     CHIB_DEFAULTS,

@@ -72,7 +72,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from .._config import DEFAULT_TOL
+from .._config import RTI_DEFAULTS
 from ..kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass, run_referenced_ladder
 from ..models._factorisation import check_real_entries, likelihood_shape_of
 from ._counts import count_entries
@@ -81,20 +81,6 @@ from ._stderr import batch_means_variance
 
 __all__ = ["referenced_ti_log_evidence", "variational_reference", "laplace_reference", "RTI_DEFAULTS",
            "rti_temperatures", "simpson_weights"]
-
-#: Defaults of the referenced path (measured on the bundled clip and on
-#: simulated counts against the SMC; see the user guide).
-RTI_DEFAULTS = dict(
-    n_temperatures=16,
-    n_burnin=200,
-    n_keep=400,
-    n_leapfrog=10,
-    n_vb_starts=8,
-    max_vb_starts=64,
-    tol=DEFAULT_TOL,
-    max_time=None,
-    max_refinements=8,
-)
 
 #: Largest rank at which log q_sym sums over every relabelling (6! = 720).
 _ALL_PERMUTATIONS_UP_TO = 6

@@ -27,6 +27,7 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
+from .._config import SGAIS_BATCH_SIZE, SGAIS_DEFAULTS, SGAIS_LEARNING_RATE, SGAIS_MOMENTUM_DECAY
 from .._progress import progress
 from .._random import seed_sequence
 from ..exceptions import SamplerDivergenceError
@@ -53,12 +54,11 @@ __all__ = [
     "sgais_log_evidence",
 ]
 
-#: Minibatch size and chunk size of Cameron et al. (2019a).
-DEFAULT_BATCH_SIZE = 500
-#: The per-observation learning rate of Cameron et al. (2019b): eta = 0.1 / n.
-DEFAULT_LEARNING_RATE = 0.1
-#: The friction alpha of Cameron et al. (2019b) (1 - alpha is the fraction of velocity kept per step).
-DEFAULT_MOMENTUM_DECAY = 0.2
+#: Minibatch and chunk size, learning rate and friction of Cameron et al. (2019a, b)
+#: (``skevidence._config``).
+DEFAULT_BATCH_SIZE = SGAIS_BATCH_SIZE
+DEFAULT_LEARNING_RATE = SGAIS_LEARNING_RATE
+DEFAULT_MOMENTUM_DECAY = SGAIS_MOMENTUM_DECAY
 #: The chunk schedule of Cameron et al. (2019b): chunks of 20 while n <= 80, n // 4 while n < 2000.
 _SMALL_CHUNK, _SMALL_N, _LARGE_N = 20, 80, 2000
 #: Relative precision of the bisection on the next inverse temperature.
@@ -248,11 +248,11 @@ def _check_settings(
 def sgais_init(
     model,
     *,
-    n_particles=10,
-    target_ess=8,
+    n_particles=SGAIS_DEFAULTS["n_particles"],
+    target_ess=SGAIS_DEFAULTS["target_ess"],
     batch_size=DEFAULT_BATCH_SIZE,
-    chunk_size=None,
-    n_steps=20,
+    chunk_size=SGAIS_DEFAULTS["chunk_size"],
+    n_steps=SGAIS_DEFAULTS["n_steps"],
     learning_rate=DEFAULT_LEARNING_RATE,
     momentum_decay=DEFAULT_MOMENTUM_DECAY,
     noise_correction=0.0,
@@ -483,11 +483,11 @@ def sgais_log_evidence(
     X,
     y=None,
     *,
-    n_particles=10,
-    target_ess=8,
+    n_particles=SGAIS_DEFAULTS["n_particles"],
+    target_ess=SGAIS_DEFAULTS["target_ess"],
     batch_size=DEFAULT_BATCH_SIZE,
-    chunk_size=None,
-    n_steps=20,
+    chunk_size=SGAIS_DEFAULTS["chunk_size"],
+    n_steps=SGAIS_DEFAULTS["n_steps"],
     learning_rate=DEFAULT_LEARNING_RATE,
     resample=True,
     momentum_decay=DEFAULT_MOMENTUM_DECAY,

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
-from .._config import LOG_SGLD_STEP, PSGLD_SIGMA, REWEIGHT_MIN_ESS, STEP_DECAY
+from .._config import LOG_SGLD_STEP, PSGLD_SIGMA, REWEIGHT_MIN_ESS, STI_BATCH_SIZE, STI_FUNCTION_DEFAULTS
 from .._progress import progress
 from .._random import seed_sequence
 from ..samplers import StepSizeSchedule, get_sampler
@@ -19,8 +19,8 @@ from ._stderr import batch_means_variance
 
 __all__ = ["sti_log_evidence", "default_step_size", "check_raw_data", "prepare_finite_data"]
 
-#: Default minibatch size: the papers' N_s = 250 (Şimşekli et al. 2016, section 4.1.1).
-DEFAULT_BATCH_SIZE = 250
+#: Default minibatch size (``skevidence._config.STI_BATCH_SIZE``).
+DEFAULT_BATCH_SIZE = STI_BATCH_SIZE
 
 
 def default_step_size(n_data, batch_size, sampler_name):
@@ -146,14 +146,14 @@ def sti_log_evidence(
     X,
     y=None,
     *,
-    temperatures=10,
-    ladder="power",
-    n_samples=3000,
-    n_burnin=1000,
-    batch_size=DEFAULT_BATCH_SIZE,
-    sampler="psgld",
-    step_size="auto",
-    step_decay=STEP_DECAY,
+    temperatures=STI_FUNCTION_DEFAULTS["temperatures"],
+    ladder=STI_FUNCTION_DEFAULTS["ladder"],
+    n_samples=STI_FUNCTION_DEFAULTS["n_samples"],
+    n_burnin=STI_FUNCTION_DEFAULTS["n_burnin"],
+    batch_size=STI_FUNCTION_DEFAULTS["batch_size"],
+    sampler=STI_FUNCTION_DEFAULTS["sampler"],
+    step_size=STI_FUNCTION_DEFAULTS["step_size"],
+    step_decay=STI_FUNCTION_DEFAULTS["step_decay"],
     random_state=None,
     verbose=0,
 ):
