@@ -321,7 +321,7 @@ def test_block_bounds():
     with pytest.raises(ValueError, match=r"n_blocks=6 is larger than the number of rows \(5\)"):
         block_bounds(5, 6, what="rows")
     for bad in (0, -1, 2.0, True):
-        with pytest.raises(ValueError, match="n_blocks must be a positive integer"):
+        with pytest.raises(ValueError, match="n_blocks must be an integer >= 1"):
             block_bounds(5, bad)
     with pytest.raises(ValueError, match="number of columns"):
         NMFData.from_array(np.ones((8, 3)), 4)

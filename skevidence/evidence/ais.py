@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._progress import progress
 from .._random import seed_sequence
+from .._validation import check_int
 from ._ladder import LADDER_KINDS, check_ladder, temperature_ladder
 from ._result import EvidenceResult
 from .sti import prepare_finite_data
@@ -69,12 +70,6 @@ def systematic_resample(log_weights, rng):
     cdf[-1] = 1.0
     points = (rng.random() + np.arange(m)) / m
     return np.minimum(np.searchsorted(cdf, points, side="right"), m - 1)
-
-
-def _check_int(name, value, minimum):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def _check_prior_sampler(model, method):
@@ -248,9 +243,9 @@ def ais_log_evidence(
     True
     """
     start = time.perf_counter()
-    n_particles = _check_int("n_particles", n_particles, 2)
-    n_steps = _check_int("n_steps", n_steps, 1)
-    n_leapfrog = _check_int("n_leapfrog", n_leapfrog, 1)
+    n_particles = check_int("n_particles", n_particles, 2)
+    n_steps = check_int("n_steps", n_steps, 1)
+    n_leapfrog = check_int("n_leapfrog", n_leapfrog, 1)
     ts = _ais_ladder(n_temperatures, ladder)
     auto_step = isinstance(step_size, str) and step_size == "auto"
     if not auto_step and not (

@@ -11,7 +11,6 @@ method in full.
 """
 
 import math
-import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from scipy import optimize, special
 
 from .._progress import progress
 from .._random import seed_sequence
+from .._validation import check_int, check_positive_real
 from ..kernels.gibbs import gibbs_sweeps, relabel_to
 from ..models.poisson_parafac import check_count_tensor, check_prior_rates
 from ._counts import count_entries
@@ -78,25 +78,11 @@ _PARAFAC = _Variant("ABC", hungarian=False, resort=False, flat_streams=False,
                     equal_last_shares=False)
 
 
-def _check_int(name, value, minimum):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def _check_rate(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-    return float(value)
-
-
 def _check_runs(n_samples, n_burnin, n_reduced, block_variance):
-    n_samples = _check_int("n_samples", n_samples, 2)
-    n_burnin = _check_int("n_burnin", n_burnin, 0)
-    n_reduced = _check_int("n_reduced", n_reduced, 1)
-    block_variance = _check_rate("block_variance", block_variance)
+    n_samples = check_int("n_samples", n_samples, 2)
+    n_burnin = check_int("n_burnin", n_burnin, 0)
+    n_reduced = check_int("n_reduced", n_reduced, 1)
+    block_variance = check_positive_real("block_variance", block_variance)
     if n_burnin > n_samples - 2:
         raise ValueError(
             f"n_burnin ({n_burnin}) must be at most n_samples - 2 ({n_samples - 2}): "
@@ -748,8 +734,8 @@ def chib_log_evidence_nmf(X, n_components, *, prior_rate_w=1.0, prior_rate_h=1.0
     ('chib', True)
     """
     start = time.perf_counter()
-    n_components = _check_int("n_components", n_components, 1)
-    rates = (_check_rate("prior_rate_w", prior_rate_w), _check_rate("prior_rate_h", prior_rate_h))
+    n_components = check_int("n_components", n_components, 1)
+    rates = (check_positive_real("prior_rate_w", prior_rate_w), check_positive_real("prior_rate_h", prior_rate_h))
     runs = _check_runs(n_samples, n_burnin, n_reduced, block_variance)
     out = _chib(_NMF, *_matrix_counts(X), rates, n_components, *runs, random_state, verbose)
     W, HT = out["posterior_mean"]
@@ -853,7 +839,7 @@ def chib_log_evidence_parafac(X, n_components, *, prior_rates=1.0, n_samples=900
     ([(6, 1), (5, 1), (4, 1)], True)
     """
     start = time.perf_counter()
-    n_components = _check_int("n_components", n_components, 1)
+    n_components = check_int("n_components", n_components, 1)
     rates = check_prior_rates(prior_rates, "prior_rates")
     runs = _check_runs(n_samples, n_burnin, n_reduced, block_variance)
     out = _chib(_PARAFAC, *_tensor_counts(X), rates, n_components, *runs, random_state, verbose)

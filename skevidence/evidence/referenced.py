@@ -61,7 +61,7 @@ import math
 import time
 import warnings
 from itertools import permutations
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -73,6 +73,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .._config import RTI_DEFAULTS
+from .._validation import check_int
 from ..kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass, run_referenced_ladder
 from ..models._factorisation import check_real_entries, likelihood_shape_of
 from ._counts import count_entries
@@ -608,8 +609,7 @@ def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, 
     if max_refinements is not None:
         checks.append(("max_refinements", max_refinements, 0))
     for name, value, low in checks:
-        if not isinstance(value, Integral) or isinstance(value, bool) or value < low:
-            raise ValueError(f"{name} must be an integer of at least {low}, got {value!r}.")
+        check_int(name, value, low)
     if n_temperatures % 4:
         raise ValueError(
             f"n_temperatures must be a multiple of 4 (Simpson's rule on the ladder and on every other point "

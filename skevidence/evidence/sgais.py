@@ -30,12 +30,12 @@ from scipy.special import logsumexp
 from .._config import SGAIS_BATCH_SIZE, SGAIS_DEFAULTS, SGAIS_LEARNING_RATE, SGAIS_MOMENTUM_DECAY
 from .._progress import progress
 from .._random import seed_sequence
+from .._validation import check_int
 from ..exceptions import SamplerDivergenceError
 from ..samplers import SGHMC
 from ._result import EvidenceResult
 from ._sgais_past import _Anchors, _PastData
 from .ais import (
-    _check_int,
     _check_prior_sampler,
     _normalise,
     effective_sample_size,
@@ -212,7 +212,7 @@ def _check_settings(
     reservoir_size,
     control_variates,
 ):
-    n_particles = _check_int("n_particles", n_particles, 2)
+    n_particles = check_int("n_particles", n_particles, 2)
     is_real = isinstance(target_ess, numbers.Real) and not isinstance(target_ess, bool)
     if not (is_real and 1.0 < target_ess <= n_particles):
         raise ValueError(
@@ -220,11 +220,11 @@ def _check_settings(
             "it is an effective number of particles."
         )
     if chunk_size is not None:
-        chunk_size = _check_int("chunk_size", chunk_size, 1)
+        chunk_size = check_int("chunk_size", chunk_size, 1)
     if not (isinstance(learning_rate, numbers.Real) and np.isfinite(learning_rate) and learning_rate > 0):
         raise ValueError(f"learning_rate must be a positive number, got {learning_rate!r}.")
     if reservoir_size is not None:
-        reservoir_size = _check_int("reservoir_size", reservoir_size, 1)
+        reservoir_size = check_int("reservoir_size", reservoir_size, 1)
     for name, flag in (("resample", resample), ("control_variates", control_variates)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {flag!r}.")
@@ -233,9 +233,9 @@ def _check_settings(
     return dict(
         n_particles=n_particles,
         target_ess=float(target_ess),
-        batch_size=_check_int("batch_size", batch_size, 1),
+        batch_size=check_int("batch_size", batch_size, 1),
         chunk_size=chunk_size,
-        n_steps=_check_int("n_steps", n_steps, 1),
+        n_steps=check_int("n_steps", n_steps, 1),
         learning_rate=float(learning_rate),
         momentum_decay=sampler.momentum_decay,
         noise_correction=sampler.noise_correction,

@@ -64,6 +64,7 @@ from scipy.optimize import linear_sum_assignment
 from .._progress import progress
 from .._random import seed_sequence
 from .._threads import numba_threads
+from .._validation import check_int
 from ..kernels.smc import (
     log_ess,
     log_intensity_block,
@@ -380,8 +381,7 @@ def smc_log_evidence(
         raise ValueError(f"n_particles must be an integer or 'auto', got {n_particles!r}.")
     checks = (("n_runs", n_runs, 2), ("n_sweeps", n_sweeps, 1)) + (() if auto else (("n_particles", n_particles, 2),))
     for name, value, low in checks:
-        if int(value) != value or value < low:
-            raise ValueError(f"{name} must be an integer of at least {low}, got {value!r}.")
+        check_int(name, value, low)
     if not 0.0 < ess_threshold < 1.0:
         raise ValueError(f"ess_threshold must lie in (0, 1), got {ess_threshold!r}.")
     if reference not in ("prior", "vb"):

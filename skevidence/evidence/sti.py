@@ -11,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._config import LOG_SGLD_STEP, PSGLD_SIGMA, REWEIGHT_MIN_ESS, STI_BATCH_SIZE, STI_FUNCTION_DEFAULTS
 from .._progress import progress
 from .._random import seed_sequence
+from .._validation import check_int
 from ..samplers import StepSizeSchedule, get_sampler
 from ._ladder import LADDER_KINDS, check_ladder, temperature_ladder, trapezoid_weights
 from ._result import EvidenceResult
@@ -127,12 +128,6 @@ def _warn_if_not_increasing(temperatures, means, variances):
         )
 
 
-def _check_positive_int(name, value):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
 def _ladder(temperatures, ladder):
     if isinstance(temperatures, numbers.Integral) and not isinstance(temperatures, bool):
         if ladder not in LADDER_KINDS:
@@ -242,7 +237,7 @@ def sti_log_evidence(
     True
     """
     start = time.perf_counter()
-    n_samples = _check_positive_int("n_samples", n_samples)
+    n_samples = check_int("n_samples", n_samples)
     n_burnin = int(n_burnin) if isinstance(n_burnin, numbers.Integral) and n_burnin >= 0 else None
     if n_burnin is None:
         raise ValueError("n_burnin must be a non-negative integer.")
@@ -251,7 +246,7 @@ def sti_log_evidence(
             f"n_burnin ({n_burnin}) must be less than n_samples - 1 ({n_samples - 1}): "
             "at least two samples must be kept after burn-in."
         )
-    batch_size = _check_positive_int("batch_size", batch_size)
+    batch_size = check_int("batch_size", batch_size)
     if not (isinstance(step_decay, numbers.Real) and 0.0 <= step_decay <= 1.0):
         raise ValueError(f"step_decay must be in [0, 1], got {step_decay!r}.")
     ts = _ladder(temperatures, ladder)

@@ -14,12 +14,13 @@ their callers use.
 """
 
 import itertools
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln
+
+from .._validation import check_int
 
 __all__ = [
     "BlockData",
@@ -53,10 +54,7 @@ def block_bounds(n, n_blocks, *, what="items"):
     bounds : ndarray of shape (n_blocks + 1,), dtype int64
         Group ``g`` is ``bounds[g]:bounds[g + 1]``; ``bounds[0] = 0``, ``bounds[-1] = n``.
     """
-    for name, value in (("n", n), ("n_blocks", n_blocks)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    n, n_blocks = int(n), int(n_blocks)
+    n, n_blocks = check_int("n", n), check_int("n_blocks", n_blocks)
     if n_blocks > n:
         raise ValueError(
             f"n_blocks={n_blocks} is larger than the number of {what} ({n}): every block "
@@ -262,9 +260,7 @@ class BlockData:
             raise ValueError(f"X contains negative values; the {name} likelihood needs X >= 0.")
         if kappa not in (0.0, 1.0) and np.any(values == 0):
             raise ValueError(f"X has zero entries, which a Gamma likelihood of shape {kappa:g} cannot score.")
-        if not isinstance(n_blocks, numbers.Integral) or isinstance(n_blocks, bool) or n_blocks < 1:
-            raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}.")
-        B = int(n_blocks)
+        B = check_int("n_blocks", n_blocks)
         if bounds is None:
             bounds = tuple(block_bounds(n, B, what=what) for n, what in zip(shape, cls.mode_names))
         else:

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_int
 from ._factorisation import CPModel
 
 __all__ = ["PoissonPARAFACModel", "check_count_tensor", "check_prior_rates"]
@@ -106,12 +107,9 @@ class PoissonPARAFACModel(CPModel):
     name = "Poisson PARAFAC"
 
     def __init__(self, n_components=1, prior_rates=1.0, n_blocks=1):
-        for name, value in (("n_components", n_components), ("n_blocks", n_blocks)):
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        self.n_components = int(n_components)
+        self.n_components = check_int("n_components", n_components)
         self.prior_rates = check_prior_rates(prior_rates, "prior_rates")
-        self.n_blocks = int(n_blocks)
+        self.n_blocks = check_int("n_blocks", n_blocks)
 
     @staticmethod
     def check_data(X):
