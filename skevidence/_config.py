@@ -219,14 +219,17 @@ SCREEN_TOL_FACTOR = 8.0
 #: ``vb_chain`` is the first round of ``--reference vb`` (``--tol`` lengthens
 #: it): a quarter of the estimators' default, since one round at rank 32 on a
 #: spectrogram of 60 000 bins costs minutes, and the ranks of a recording
-#: differ by thousands of nats. ``max_time`` is the seconds a rank may spend on
-#: each refinement pass: on the bundled clip the chains at ranks of 8 and above
-#: do not reach ``tol`` in minutes, and the command says so rather than run
-#: for an hour.
+#: differ by thousands of nats. ``max_refinements`` bounds the refinement of a
+#: rank in each pass (each step doubles the work so far): on the bundled clip
+#: the chains at ranks of 8 and above do not reach ``tol`` in minutes, and the
+#: command says so rather than run for an hour. It bounds the work the same
+#: on any machine, so the same seed gives the same numbers; ``max_time`` (no
+#: limit by default) would make them depend on the machine's speed.
 CLI_DEFAULTS = dict(
     ranks=(1, 2, 4, 8, 16, 32),
     scale=1e-3,
     prior_chain=dict(temperatures=10, n_samples=2000, n_burnin=1000),
     vb_chain=dict(temperatures=16, n_samples=150, n_burnin=50),
-    max_time=30.0,
+    max_refinements=3,
+    max_time=None,
 )

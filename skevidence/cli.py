@@ -31,6 +31,7 @@ DEFAULT_SCALE = CLI_DEFAULTS["scale"]
 PRIOR_CHAIN = CLI_DEFAULTS["prior_chain"]
 VB_CHAIN = CLI_DEFAULTS["vb_chain"]
 DEFAULT_MAX_TIME = CLI_DEFAULTS["max_time"]
+DEFAULT_MAX_REFINEMENTS = CLI_DEFAULTS["max_refinements"]
 
 
 def _positive_float(text):
@@ -44,6 +45,13 @@ def _positive_int(text):
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
     return value
 
 
@@ -105,9 +113,15 @@ def _build_parser():
         help="target error bar of every rank still in the running, in nats (--reference vb)",
     )
     nmf.add_argument(
+        "--max-refinements", type=_non_negative_int, default=DEFAULT_MAX_REFINEMENTS,
+        help="most refinement steps of a rank in each pass, each doubling the work so far (--reference vb); a "
+        "rank that does not reach --tol is reported with a warning. The same on any machine: the same seed "
+        "gives the same numbers",
+    )
+    nmf.add_argument(
         "--max-time", type=_positive_float, default=DEFAULT_MAX_TIME,
-        help="seconds a rank may spend on each refinement of its estimate (--reference vb); a rank that "
-        "does not reach --tol in time is reported with a warning",
+        help="seconds a rank may spend on each refinement of its estimate (--reference vb; default: no limit). "
+        "A limit makes the numbers depend on the machine's speed",
     )
     nmf.add_argument("--sampler", choices=("logsgld", "psgld", "sgld"), default="logsgld",
                      help="SG-MCMC sampler (--reference prior)")
@@ -167,7 +181,8 @@ def _decision(selector):
             f"({min(gaps):.1f} combined error bars)")
     if selector.decided_:
         return f"decided: {text}."
-    return (f"NOT decided: {text}, less than {DECISION_Z:g}; lower --tol (or raise --max-time) to separate them.")
+    return (f"NOT decided: {text}, less than {DECISION_Z:g}; lower --tol (or raise --max-refinements) to separate "
+            "them.")
 
 
 def _nmf_rank(args, out):
@@ -211,7 +226,8 @@ def _nmf_rank(args, out):
         )
     else:
         chain = {name: VB_CHAIN[name] if value is None else value for name, value in chain.items()}
-        limit = f"refining for at most {args.max_time:g} s a rank and pass"
+        limit = f"refining with at most {args.max_refinements} doublings of the work a rank and pass" + (
+            f" and {args.max_time:g} s" if args.max_time is not None else "")
         fit = "variational Bayes" if args.likelihood == "poisson" else "a Laplace fit"
         print(
             f"TI referenced by {fit}, Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for "
@@ -222,6 +238,7 @@ def _nmf_rank(args, out):
     selector = BayesianNMFRankSelector(
         ranks=tuple(args.ranks), prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed,
         verbose=0 if args.quiet else 1, reference=args.reference, tol=args.tol, max_time=args.max_time,
+        max_refinements=args.max_refinements,
         sampler=args.sampler, likelihood=args.likelihood, likelihood_shape=args.likelihood_shape, **chain,
         memory=None if args.cache is None else str(args.cache),
     )
@@ -270,6 +287,7 @@ def _nmf_rank(args, out):
             "errors": {str(k): v for k, v in selector.errors_.items()},
             "settings": {
                 "reference": args.reference, "tol": args.tol, "max_time": args.max_time,
+                "max_refinements": args.max_refinements,
                 "sampler": args.sampler, **chain, "seed": args.seed, "n_fft": args.n_fft,
                 "hop_length": spectrogram.hop_length_, "window": args.window,
             },

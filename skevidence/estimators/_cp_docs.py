@@ -33,12 +33,16 @@ _PARTS = {
             With ``reference="vb"``: seconds after which no refinement starts;
             if ``tol`` is not reached then, a
             :class:`~sklearn.exceptions.ConvergenceWarning` says so and
-            ``result_.diagnostics["converged"]`` is False. Without a time
-            limit the work is still bounded: at most 8 refinements, each
-            doubling the work so far (``max_refinements`` of
-            :func:`~skevidence.evidence.referenced_ti_log_evidence`), with the
-            same warning; ``result_.diagnostics["stop_reason"]`` says which
-            bound stopped it.
+            ``result_.diagnostics["converged"]`` is False. The numbers then
+            depend on the machine's speed; ``max_refinements`` bounds the work
+            the same on any machine.
+        max_refinements : int or None, default=8
+            With ``reference="vb"``: the most refinement steps after the first
+            round, each doubling the work so far (lengthening the chains,
+            refining the ladder, or doubling the reference's random starts);
+            if ``tol`` is not reached then, the same warning. ``None``: no
+            bound but ``max_time``. ``result_.diagnostics["stop_reason"]``
+            says which bound stopped the refinement.
         """,
     "sti_parameters": r"""
         temperatures : int, array-like or "auto", default="auto"

@@ -33,6 +33,7 @@ CP_PARAMETER_CONSTRAINTS = {
     "reference": [StrOptions({"vb", "prior"})],
     "tol": [Interval(Real, 0, None, closed="neither"), None],
     "max_time": [Interval(Real, 0, None, closed="neither"), None],
+    "max_refinements": [Interval(Integral, 0, None, closed="left"), None],
     "n_blocks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "n_gibbs": [Interval(Integral, 2, None, closed="left")],
     "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
@@ -152,7 +153,8 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
             )
         result = referenced_ti_log_evidence(
             X, model.n_components, model.prior_rates, n_temperatures=int(K), n_burnin=chain["n_burnin"],
-            n_keep=n_keep, tol=self.tol, max_time=self.max_time, likelihood=likelihood,
+            n_keep=n_keep, tol=self.tol, max_time=self.max_time, max_refinements=self.max_refinements,
+            likelihood=likelihood,
             likelihood_shape=likelihood_shape, random_state=self.random_state, verbose=self.verbose,
         )
         return replace(result, posterior_mean=model._own_layout(result.posterior_mean))

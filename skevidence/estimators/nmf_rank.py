@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import CHIB_DEFAULTS, DEFAULT_TOL, SELECTOR_DEFAULTS, SMC_DEFAULTS, STI_DEFAULTS
+from .._config import CHIB_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_DEFAULTS, SMC_DEFAULTS, STI_DEFAULTS
 from ._cp_docs import fill_doc
 from ._rank_selector import RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
@@ -13,7 +13,8 @@ __all__ = ["BayesianNMFRankSelector"]
 
 #: PoissonNMF parameters the selector passes through unchanged.
 _NMF_PARAMS = (
-    "prior_rate", "likelihood", "likelihood_shape", "method", "reference", "tol", "max_time", "n_blocks", "sampler",
+    "prior_rate", "likelihood", "likelihood_shape", "method", "reference", "tol", "max_time",
+    "max_refinements", "n_blocks", "sampler",
     "prior_rate_h", "temperatures", "ladder", "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs",
     "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
     "random_state",
@@ -106,6 +107,7 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         reference="vb",
         tol=DEFAULT_TOL,
         max_time=None,
+        max_refinements=RTI_DEFAULTS["max_refinements"],
         n_blocks="auto",
         sampler=SELECTOR_DEFAULTS["sampler"],
         prior_rate_h=None,
@@ -134,6 +136,7 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.reference = reference
         self.tol = tol
         self.max_time = max_time
+        self.max_refinements = max_refinements
         self.n_blocks = n_blocks
         self.sampler = sampler
         self.prior_rate_h = prior_rate_h

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 
-from .._config import CHIB_DEFAULTS, DEFAULT_TOL, SELECTOR_DEFAULTS, SMC_DEFAULTS, STI_DEFAULTS
+from .._config import CHIB_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_DEFAULTS, SMC_DEFAULTS, STI_DEFAULTS
 from ._cp_docs import fill_doc
 from ._rank_selector import RankSelectorMixin, selector_constraints
 from .poisson_parafac import PoissonPARAFAC
@@ -12,7 +12,8 @@ __all__ = ["PARAFACRankSelector"]
 
 #: PoissonPARAFAC parameters the selector passes through unchanged.
 _PARAFAC_PARAMS = (
-    "prior_rate", "method", "reference", "tol", "max_time", "n_blocks", "sampler", "temperatures", "ladder",
+    "prior_rate", "method", "reference", "tol", "max_time", "max_refinements", "n_blocks", "sampler",
+    "temperatures", "ladder",
     "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles",
     "n_smc_runs",
     "random_state",
@@ -106,6 +107,7 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         reference="vb",
         tol=DEFAULT_TOL,
         max_time=None,
+        max_refinements=RTI_DEFAULTS["max_refinements"],
         n_blocks="auto",
         sampler=SELECTOR_DEFAULTS["sampler"],
         temperatures="auto",
@@ -131,6 +133,7 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.reference = reference
         self.tol = tol
         self.max_time = max_time
+        self.max_refinements = max_refinements
         self.n_blocks = n_blocks
         self.sampler = sampler
         self.temperatures = temperatures

@@ -9,7 +9,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._config import STI_DEFAULTS
+from .._config import RTI_DEFAULTS, STI_DEFAULTS
 from ..models._factorisation import auto_prior_rate, make_likelihood
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
 from ._cp_docs import fill_doc
@@ -182,6 +182,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         reference="vb",
         tol=DEFAULT_TOL,
         max_time=None,
+        max_refinements=RTI_DEFAULTS["max_refinements"],
         random_state=None,
         verbose=0,
     ):
@@ -208,6 +209,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         self.reference = reference
         self.tol = tol
         self.max_time = max_time
+        self.max_refinements = max_refinements
         self.random_state = random_state
         self.verbose = verbose
 

@@ -8,7 +8,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from .._config import STI_DEFAULTS
+from .._config import RTI_DEFAULTS, STI_DEFAULTS
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
 from ._cp_docs import fill_doc
 from ._factorisation import (
@@ -148,6 +148,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         reference="vb",
         tol=DEFAULT_TOL,
         max_time=None,
+        max_refinements=RTI_DEFAULTS["max_refinements"],
         random_state=None,
         verbose=0,
     ):
@@ -170,6 +171,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         self.reference = reference
         self.tol = tol
         self.max_time = max_time
+        self.max_refinements = max_refinements
         self.random_state = random_state
         self.verbose = verbose
 
