@@ -108,6 +108,15 @@ def make_likelihood(likelihood="poisson", shape=1.0):
     return PoissonLikelihood() if kappa == 0.0 else GammaLikelihood(kappa)
 
 
+def real_array(X, name, noun):
+    """``X`` as a NumPy array of real numbers (bools count), or a ``ValueError`` naming its dtype."""
+    X = np.asarray(X)
+    numeric = np.issubdtype(X.dtype, np.number) or X.dtype == bool
+    if X.dtype == object or np.iscomplexobj(X) or not numeric:
+        raise ValueError(f"{name} must be a real numeric {noun}, got dtype {X.dtype}.")
+    return X
+
+
 def _check_real_values(values, shape, kappa, name):
     if len(shape) < 2:
         raise ValueError(f"{name} must have at least two modes, got shape {shape}.")

@@ -3,7 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ._factorisation import CPModel
+from ._factorisation import CPModel, real_array
 
 __all__ = ["PoissonNMFModel", "check_count_matrix"]
 
@@ -19,10 +19,7 @@ def check_count_matrix(X, *, name="X"):
         X.sum_duplicates()
         values, shape = X.data, X.shape
     else:
-        X = np.asarray(X)
-        if X.dtype == object or np.iscomplexobj(X):
-            raise ValueError(f"{name} must be a real numeric matrix, got dtype {X.dtype}.")
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = np.ascontiguousarray(real_array(X, name, "matrix"), dtype=np.float64)
         values, shape = X, X.shape
     if len(shape) != 2:
         raise ValueError(

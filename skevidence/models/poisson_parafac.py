@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_int
-from ._factorisation import CPModel
+from ._factorisation import CPModel, real_array
 
 __all__ = ["PoissonPARAFACModel", "check_count_tensor", "check_prior_rates"]
 
@@ -33,10 +33,7 @@ def check_count_tensor(X, *, name="X"):
         X.sum_duplicates()
         values, shape = X.data, X.shape
     else:
-        X = np.asarray(X)
-        numeric = np.issubdtype(X.dtype, np.number) or X.dtype == bool
-        if X.dtype == object or np.iscomplexobj(X) or not numeric:
-            raise ValueError(f"{name} must be a real numeric tensor, got dtype {X.dtype}.")
+        X = real_array(X, name, "tensor")
         if X.ndim == 2:
             X = X[:, :, None]
         if X.ndim != 3:
