@@ -36,7 +36,8 @@ squares of
 - the quadrature error, Richardson's :math:`|S_K - S_{K/2}|/15` on the mean
   integrand;
 - the mode search: the difference of the best bounds of two halves of the
-  reference's random starts (:func:`_search_reference`). The chains stay near
+  reference's random starts, averaged over every split of them
+  (:func:`mode_search_error`, :func:`_search_reference`). The chains stay near
   the reference's mode, and a factorisation's posterior can have many modes
   beyond its relabellings, far apart in mass: a reference at a lesser mode
   gives a lesser evidence, which no statistic of the chains shows.
@@ -233,6 +234,40 @@ def _best_of_starts(fit, data, R, prior_rates, n_starts, random_state):
     return bounds[best], fits[best][1], fits[best][2], bounds
 
 
+def mode_search_error(bounds):
+    r"""What a search of half the starts misses: :math:`E|\max A - \max B|` over the splits of the starts.
+
+    Split the starts' bounds at random into two halves :math:`A` and
+    :math:`B` (sizes :math:`\lfloor n/2 \rfloor` and :math:`\lceil n/2
+    \rceil`): two independent searches of equal effort. The difference of
+    their best bounds is one draw of what such a search misses; this is its
+    average over every split, in closed form from the sorted bounds
+    :math:`b_1 \ge b_2 \ge \dots`: the half without :math:`b_1` has its
+    best at :math:`b_j`, :math:`j` the first index it holds. One fixed split
+    has the same expectation (the starts are exchangeable) but is a single
+    draw of it: on the bundled clip at rank 16 the first four of eight starts
+    and the last four happened to hold bounds 13 nats apart, while the best
+    of eight lay 185 nats below the best of other seeds' searches; the
+    average over splits is 55 there.
+    """
+    b = np.sort(np.asarray(bounds, dtype=np.float64))[::-1]
+    n = b.size
+    total = 0.0
+    for size in {n // 2, n - n // 2} if n > 1 else ():
+        # b_1 lies in a half of this size with probability size / n (both halves: 1/2 each).
+        weight = size / n if n % 2 else 1.0
+        same, other = size - 1, n - size
+        p_before = 1.0  # P(b_2 .. b_{j-1} all lie in b_1's half)
+        for j in range(1, n):
+            left = same + other
+            total += weight * p_before * (other / left) * (b[0] - b[j])
+            p_before *= same / left
+            if same == 0:
+                break
+            same -= 1
+    return float(total)
+
+
 def _search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_of_time, rng):
     """Random starts of ``fit``, doubled while two halves of them disagree on the best mode.
 
@@ -242,9 +277,10 @@ def _search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_
     lesser mode gives a lesser evidence, by about the difference of the
     modes' bounds, and no chain statistic shows it. Two halves of the starts
     are two independent searches of equal effort: the difference of their
-    best bounds, ``mode_error``, estimates what a search of that effort
-    misses. The starts are doubled while it is above ``tol`` (``None``: no
-    doubling), up to ``max_starts`` or until ``out_of_time()``.
+    best bounds, averaged over every split (:func:`mode_search_error`), is
+    ``mode_error``, what a search of that effort misses. The starts are
+    doubled while it is above ``tol`` (``None``: no doubling), up to
+    ``max_starts`` or until ``out_of_time()``.
 
     Returns ``(best bound, its alpha, its beta, every start's bound, mode_error)``.
     """
@@ -255,8 +291,7 @@ def _search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_
         while len(fits) < n:
             fits.append(fit(data, R, rates, rng))
         bounds = np.array([f[0] for f in fits])
-        half = bounds.size // 2
-        mode_error = float(abs(bounds[:half].max() - bounds[half:].max())) if half else 0.0
+        mode_error = mode_search_error(bounds)
         if tol is None or mode_error <= tol or bounds.size >= max_starts or out_of_time():
             break
         n = min(2 * n, max_starts)
