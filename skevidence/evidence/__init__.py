@@ -8,7 +8,7 @@ from ._stderr import batch_means_variance, integrated_autocorr_time
 from .ais import ais_log_evidence
 from .chib import chib_log_evidence_nmf, chib_log_evidence_parafac
 from .exact import exact_log_evidence
-from .referenced import laplace_reference, referenced_ti_log_evidence, variational_reference
+from .referenced import laplace_reference, mode_search_error, referenced_ti_log_evidence, variational_reference
 from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
 from .smc import smc_log_evidence
 from .sti import sti_log_evidence
@@ -30,6 +30,7 @@ __all__ = [
     "sgais_init",
     "sgais_log_evidence",
     "laplace_reference",
+    "mode_search_error",
     "referenced_ti_log_evidence",
     "smc_log_evidence",
     "variational_reference",
