@@ -41,18 +41,22 @@ def _positive_float(text):
     return value
 
 
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+def _int_at_least(minimum):
+    """An argparse ``type`` for integers of at least ``minimum`` (0 or 1)."""
+    noun = {0: "non-negative", 1: "positive"}[minimum]
+
+    def parse(text):
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a {noun} integer, got {text!r}")
+        return value
+
+    parse.__name__ = f"{noun} integer"  # argparse names the type when int() refuses the text
+    return parse
 
 
-def _non_negative_int(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+_positive_int = _int_at_least(1)
+_non_negative_int = _int_at_least(0)
 
 
 def _prior_rate(text):

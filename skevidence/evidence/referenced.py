@@ -271,10 +271,13 @@ def mode_search_error(bounds):
     """
     b = np.sort(np.asarray(bounds, dtype=np.float64))[::-1]
     n = b.size
+    if n < 2:
+        return 0.0
     total = 0.0
-    for size in {n // 2, n - n // 2} if n > 1 else ():
-        # b_1 lies in a half of this size with probability size / n (both halves: 1/2 each).
-        weight = size / n if n % 2 else 1.0
+    sizes = {n // 2, n - n // 2}  # one size when n is even
+    for size in sizes:
+        # b_1 lies in a half of this size with probability size / n.
+        weight = size / n if len(sizes) == 2 else 1.0
         same, other = size - 1, n - size
         p_before = 1.0  # P(b_2 .. b_{j-1} all lie in b_1's half)
         for j in range(1, n):
