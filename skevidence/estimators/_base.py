@@ -12,8 +12,14 @@ from .._config import SGAIS_DEFAULTS, STI_DEFAULTS
 from ..evidence import ais_log_evidence, exact_log_evidence, sgais_log_evidence, sti_log_evidence
 from ..evidence.sti import prepare_finite_data
 from ..samplers import Sampler
+from ._docs import fill_doc
 
-__all__ = ["EvidenceEstimatorMixin", "ExactEvidenceMixin"]
+__all__ = [
+    "CLOSED_FORM_METHOD_CONSTRAINTS",
+    "EVIDENCE_PARAMETERS",
+    "EVIDENCE_PARAMETER_CONSTRAINTS",
+    "EvidenceEstimatorMixin", "ExactEvidenceMixin",
+]
 
 #: Constraints of the STI settings, shared by every estimator that has them.
 STI_PARAMETER_CONSTRAINTS = {
@@ -29,6 +35,11 @@ STI_PARAMETER_CONSTRAINTS = {
     "verbose": ["verbose"],
 }
 
+#: The parameters of every continuous-model estimator beyond its model's: the
+#: STI and SGAIS settings, the seed and the verbosity (added to each ``__init__``
+#: by :func:`~skevidence.estimators._signature.shared_parameters`).
+EVIDENCE_PARAMETERS = {**STI_DEFAULTS, **SGAIS_DEFAULTS, "random_state": None, "verbose": 0}
+
 #: Constraints of the SGAIS settings (``batch_size``, ``random_state`` and
 #: ``verbose`` are shared with STI). ``target_ess <= n_particles`` is checked at fit.
 SGAIS_PARAMETER_CONSTRAINTS = {
@@ -42,6 +53,18 @@ SGAIS_PARAMETER_CONSTRAINTS = {
 }
 
 
+#: Constraints of :data:`EVIDENCE_PARAMETERS`.
+EVIDENCE_PARAMETER_CONSTRAINTS = {**STI_PARAMETER_CONSTRAINTS, **SGAIS_PARAMETER_CONSTRAINTS}
+
+#: Constraints of ``method`` and ``reference`` of the estimators whose model has a
+#: closed form (and so ``method="exact"``) and a Laplace-referenced STI path.
+CLOSED_FORM_METHOD_CONSTRAINTS = {
+    "method": [StrOptions({"sti", "exact", "sgais", "ais"})],
+    "reference": [StrOptions({"laplace", "prior"})],
+}
+
+
+@fill_doc
 class EvidenceEstimatorMixin:
     """Fit = estimate the evidence of the data; ``score`` = log-evidence.
 
@@ -139,16 +162,7 @@ class EvidenceEstimatorMixin:
         ``log_evidence_``; for other data the evidence is estimated anew with
         the same settings and ``random_state``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
-        y : array-like of shape (n_samples,), default=None
-            Targets, for supervised models.
-
-        Returns
-        -------
-        log_evidence : float
+        %(evidence_of_data)s
         """
         check_is_fitted(self)
         X, y = self._validate_fit_data(X, y, reset=False)
@@ -157,6 +171,7 @@ class EvidenceEstimatorMixin:
         return self._evidence(self._make_model(X), X, y).log_evidence
 
 
+@fill_doc
 class ExactEvidenceMixin:
     """``exact_log_evidence`` for estimators whose model has a closed form."""
 
@@ -165,16 +180,7 @@ class ExactEvidenceMixin:
 
         Needs no fit; it is what ``method="exact"`` computes.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
-        y : array-like of shape (n_samples,), default=None
-            Targets, for supervised models.
-
-        Returns
-        -------
-        log_evidence : float
+        %(evidence_of_data)s
         """
         X, y = self._validate_fit_data(X, y, reset=None)
         model = self._make_model(X)

@@ -11,13 +11,23 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._config import AUTO_CHAIN, CHIB_DEFAULTS, CP_SAMPLER, DEFAULT_BLOCKS, DEFAULT_TOL, SMC_DEFAULTS, STI_DEFAULTS
+from .._config import (
+    AUTO_CHAIN,
+    CHIB_DEFAULTS,
+    CP_SAMPLER,
+    DEFAULT_BLOCKS,
+    DEFAULT_TOL,
+    RTI_DEFAULTS,
+    SMC_DEFAULTS,
+    STI_DEFAULTS,
+)
 from ..samplers import Sampler
 from ._base import STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
 
 __all__ = [
     "AUTO_CHAIN",
     "CHIB_DEFAULTS",
+    "CP_PARAMETERS",
     "CP_PARAMETER_CONSTRAINTS",
     "CPEstimatorMixin",
     "DEFAULT_TOL",
@@ -25,6 +35,25 @@ __all__ = [
     "CP_SAMPLER",
     "check_ranks_supported",
 ]
+
+#: The keyword-only parameters of every CP-model estimator and rank selector
+#: with their defaults: the chains ("auto": those of the path ``reference``
+#: chooses, see ``AUTO_CHAIN``), Chib's method, the SMC and the budget (added to
+#: each ``__init__`` by :func:`~skevidence.estimators._signature.shared_parameters`).
+CP_PARAMETERS = dict(
+    temperatures="auto",
+    ladder=STI_DEFAULTS["ladder"],
+    n_samples="auto",
+    n_burnin="auto",
+    step_size=STI_DEFAULTS["step_size"],
+    step_decay=STI_DEFAULTS["step_decay"],
+    **CHIB_DEFAULTS,
+    **SMC_DEFAULTS,
+    reference="vb",
+    tol=DEFAULT_TOL,
+    max_time=None,
+    max_refinements=RTI_DEFAULTS["max_refinements"],
+)
 
 #: Constraints of the parameters every CP-model estimator has (its rank and
 #: ``prior_rate`` are its own).

@@ -3,7 +3,7 @@
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -48,7 +48,7 @@ class RankSelectorMixin:
     - ``_passthrough``, the selector parameters handed to every model unchanged;
 
     and the model class implements ``_rank_limit(X)`` returning ``(largest
-    rank, why)``, checked by :func:`check_ranks_supported` here and in the model's ``fit``. Their
+    rank, why)``, checked by :func:`check_ranks_supported` here and in the model's ``fit``.
     ``fit`` calls :meth:`_search_ranks`, which validates ``X`` as the model
     does and copies the best model's ``_fitted_factors`` attribute.
     """
@@ -184,6 +184,25 @@ class RankSelectorMixin:
         name = self._model_class._fitted_factors
         setattr(self, name, getattr(self.best_estimator_, name))
         return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the model of every rank and keep the one of largest evidence.
+
+        Parameters
+        ----------
+        X : array-like or sparse
+            Non-negative data, as the model's ``fit`` takes it (a matrix for
+            :class:`~skevidence.PoissonNMF`, a tensor for :class:`~skevidence.PoissonPARAFAC`).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted selector.
+        """
+        return self._search_ranks(X)
 
     def score(self, X, y=None):
         """Log-evidence of ``X`` under the best model (cached for the fitted data).

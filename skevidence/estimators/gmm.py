@@ -13,13 +13,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..evidence.sgais import DEFAULT_BATCH_SIZE as SGAIS_BATCH_SIZE
 from ..models.gaussian_mixture import DiagonalGaussianMixture
 from ._base import (
-    SGAIS_DEFAULTS,
-    SGAIS_PARAMETER_CONSTRAINTS,
-    STI_DEFAULTS,
-    STI_PARAMETER_CONSTRAINTS,
+    EVIDENCE_PARAMETER_CONSTRAINTS,
+    EVIDENCE_PARAMETERS,
     EvidenceEstimatorMixin,
 )
+from ._docs import fill_doc
 from ._online import OnlineEvidenceMixin, posterior_particles
+from ._signature import shared_parameters
 
 __all__ = ["BayesianGMM", "relabel_particles"]
 
@@ -97,6 +97,14 @@ def relabel_particles(model, particles, weights):
     return np.concatenate([eta[take], mu[take].reshape(m, -1), s[take].reshape(m, -1)], axis=1)
 
 
+@fill_doc
+@shared_parameters(
+    EVIDENCE_PARAMETERS,
+    n_particles=GMM_PARTICLES,
+    target_ess=GMM_TARGET_ESS,
+    batch_size=SGAIS_BATCH_SIZE,
+    learning_rate=GMM_LEARNING_RATE,
+)
 class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, BaseEstimator):
     r"""Gaussian mixture with diagonal covariances, scored by its evidence (Cameron et al. 2019b, section 4.3).
 
@@ -140,65 +148,11 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         Shape :math:`a` of the inverse-gamma prior on the variances.
     var_scale : float, default=1.0
         Scale :math:`b` of the inverse-gamma prior on the variances.
-    n_particles : int, default=30
-        Particles of SGAIS (and independent runs of AIS). The other
-        estimators' 10 leave the evidence of the true number of separated
-        clusters several nats low, more than that of a larger number.
-    target_ess : float, default=24
-        SGAIS: effective sample size each annealing step aims at, in
-        ``(1, n_particles]``.
-    batch_size : int, default=500
-        Minibatch size of SGAIS (that of Cameron et al. 2019a) and of STI.
-    chunk_size : int or None, default=None
-        SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
-    n_steps : int, default=20
-        SGAIS: SGHMC steps after each annealing step.
-    learning_rate : float, default=1.0
-        SGAIS: per-observation learning rate; SGHMC uses
-        :math:`\eta = \text{learning\_rate}/n` with :math:`n` the data seen.
-        The other estimators' 0.1 is too short a move for a mixture: with
-        it, the evidence of separated clusters at the true number of
-        components comes out tens of nats low while larger numbers lose
-        less, and the search over-selects.
-    resample : bool, default=True
-        SGAIS: resample the particles after every annealing step.
-    reservoir_size : int or None, default=None
-        SGAIS: keep a uniform reservoir of this many past rows for the
-        minibatches instead of all of them (bounded memory for streams).
-    temperatures : int or array-like, default=20
-        Ladder of STI (see :func:`~skevidence.sti_log_evidence`), also used
-        by ``method="ais"``, which needs hundreds.
-    ladder : {"power", "uniform"}, default="power"
-        Kind of ladder built from an int ``temperatures``.
-    n_samples : int, default=3000
-        STI: iterations per temperature, burn-in included.
-    n_burnin : int, default=1000
-        STI: burn-in iterations per temperature.
-    sampler : {"psgld", "sgld"} or Sampler, default="psgld"
-        STI: SG-MCMC update rule.
-    step_size : float or "auto", default="auto"
-        STI: scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
-    step_decay : float, default=0.51
-        STI: exponent :math:`b` of the schedule.
-    random_state : int, RandomState instance or None, default=None
-        Seed; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        Progress reporting.
+    %(evidence_parameters)s
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated :math:`\log p(X)` of all the data fitted so far.
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error.
-    result_ : EvidenceResult
-        The full record of the estimate.
-    log_evidence_path_ : ndarray of shape (n_chunks,)
-        ``method="sgais"`` only: the log-evidence of the data seen after
-        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
-    n_samples_seen_ : int
-        ``method="sgais"`` only: number of rows seen by ``fit`` and
-        ``partial_fit``.
+    %(online_evidence_attributes)s
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles in the model's unconstrained layout
         ``(eta, mu, log sigma^2)`` (see
@@ -216,10 +170,7 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         Posterior mean of the component means.
     covariances_ : ndarray of shape (n_components, n_features)
         Posterior mean of the component variances (diagonal covariances).
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(feature_attributes)s
 
     See Also
     --------
@@ -237,6 +188,14 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
     until the labels settle (:func:`relabel_particles`). ``weights_``,
     ``means_``, ``covariances_`` and :meth:`predict_proba` use these labels.
     The evidence itself sums over all labellings and needs no relabelling.
+
+    **SGAIS defaults.** ``n_particles=30`` and ``learning_rate=1.0`` are
+    larger than the other estimators' 10 and 0.1. With 10 particles the
+    evidence of the true number of separated clusters comes out several nats
+    low, more than that of a larger number; with 0.1 the SGHMC moves are too
+    short for a mixture, the evidence at the true number of components comes
+    out tens of nats low while larger numbers lose less, and the search
+    over-selects.
 
     Examples
     --------
@@ -260,8 +219,7 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         "mean_precision": [Interval(Real, 0, None, closed="neither")],
         "var_shape": [Interval(Real, 0, None, closed="neither")],
         "var_scale": [Interval(Real, 0, None, closed="neither")],
-        **SGAIS_PARAMETER_CONSTRAINTS,
-        **STI_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -273,23 +231,6 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         mean_precision=0.25,
         var_shape=1.0,
         var_scale=1.0,
-        n_particles=GMM_PARTICLES,
-        target_ess=GMM_TARGET_ESS,
-        batch_size=SGAIS_BATCH_SIZE,
-        chunk_size=SGAIS_DEFAULTS["chunk_size"],
-        n_steps=SGAIS_DEFAULTS["n_steps"],
-        learning_rate=GMM_LEARNING_RATE,
-        resample=SGAIS_DEFAULTS["resample"],
-        reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
-        temperatures=STI_DEFAULTS["temperatures"],
-        ladder=STI_DEFAULTS["ladder"],
-        n_samples=STI_DEFAULTS["n_samples"],
-        n_burnin=STI_DEFAULTS["n_burnin"],
-        sampler=STI_DEFAULTS["sampler"],
-        step_size=STI_DEFAULTS["step_size"],
-        step_decay=STI_DEFAULTS["step_decay"],
-        random_state=None,
-        verbose=0,
     ):
         self.n_components = n_components
         self.method = method
@@ -297,23 +238,6 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         self.mean_precision = mean_precision
         self.var_shape = var_shape
         self.var_scale = var_scale
-        self.n_particles = n_particles
-        self.target_ess = target_ess
-        self.batch_size = batch_size
-        self.chunk_size = chunk_size
-        self.n_steps = n_steps
-        self.learning_rate = learning_rate
-        self.resample = resample
-        self.reservoir_size = reservoir_size
-        self.temperatures = temperatures
-        self.ladder = ladder
-        self.n_samples = n_samples
-        self.n_burnin = n_burnin
-        self.sampler = sampler
-        self.step_size = step_size
-        self.step_decay = step_decay
-        self.random_state = random_state
-        self.verbose = verbose
 
     def _make_model(self, X):
         return DiagonalGaussianMixture(
@@ -343,13 +267,7 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         ----------
         X : array-like of shape (n_samples, n_features)
             Data, one row per observation.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(fit_returns)s
         """
         X, _ = self._validate_fit_data(X, None, reset=True)
         model = self._fit_evidence(X)

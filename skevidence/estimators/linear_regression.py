@@ -4,23 +4,26 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..models import LinearGaussian
 from ._base import (
-    SGAIS_DEFAULTS,
-    SGAIS_PARAMETER_CONSTRAINTS,
-    STI_DEFAULTS,
-    STI_PARAMETER_CONSTRAINTS,
+    CLOSED_FORM_METHOD_CONSTRAINTS,
+    EVIDENCE_PARAMETER_CONSTRAINTS,
+    EVIDENCE_PARAMETERS,
     EvidenceEstimatorMixin,
     ExactEvidenceMixin,
 )
+from ._docs import fill_doc
 from ._online import OnlineEvidenceMixin
+from ._signature import shared_parameters
 
 __all__ = ["BayesianLinearRegression"]
 
 
+@fill_doc
+@shared_parameters(EVIDENCE_PARAMETERS)
 class BayesianLinearRegression(
     OnlineEvidenceMixin, ExactEvidenceMixin, EvidenceEstimatorMixin, RegressorMixin, BaseEstimator
 ):
@@ -36,6 +39,9 @@ class BayesianLinearRegression(
     returns the **log-evidence**, not :math:`R^2`, so that searches rank
     models by it. With ``method="sgais"``, ``partial_fit`` updates both from
     new data only (online evidence).
+    From the prior (``reference="prior"``), the papers' pSGLD chains were
+    measured 4-7 nats low on 5000 rows; the default path starts from the
+    Laplace fit.
 
     Read more in the :ref:`User Guide <evidence>`.
 
@@ -48,84 +54,19 @@ class BayesianLinearRegression(
     prior_var : float, default=1.0
         Prior variance :math:`\sigma_w^2` of the weights and intercept (the
         paper's standard normal prior is ``1``).
-    method : {"sti", "exact", "sgais", "ais"}, default="sti"
-        How the evidence is computed: stochastic thermodynamic integration
-        (:func:`~skevidence.sti_log_evidence`), the closed form, stochastic
-        gradient annealed importance sampling
-        (:func:`~skevidence.sgais_log_evidence`, the only method with
-        ``partial_fit``), or annealed importance sampling with full-data HMC
-        (:func:`~skevidence.evidence.ais_log_evidence`, a reference).
-    reference : {"laplace", "prior"}, default="laplace"
-        Where the STI path starts (``method="sti"``). ``"laplace"``: the
-        Laplace fit of the posterior, a Gaussian :math:`q`; the path
-        :math:`q^{1-t}(p(\theta)\,p(\cdot\mid\theta))^t` has an integrand that is
-        constant where the posterior is Gaussian, so neither the chains' lag
-        nor the step-size bias of SG-MCMC moves it (the posterior of this
-        model is Gaussian). ``"prior"``: the papers' path from the prior,
-        whose pSGLD chains were measured 4-7 nats low on 5000 rows.
-    temperatures : int or array-like, default=20
-        Ladder of STI (see :func:`~skevidence.sti_log_evidence`), also used
-        by ``method="ais"``, which needs hundreds.
-    ladder : {"power", "uniform"}, default="power"
-        Kind of ladder built from an int ``temperatures``.
-    n_samples : int, default=3000
-        Iterations per temperature, burn-in included.
-    n_burnin : int, default=1000
-        Burn-in iterations per temperature.
-    batch_size : int, default=250
-        Minibatch size.
-    sampler : {"psgld", "sgld"} or Sampler, default="psgld"
-        SG-MCMC update rule.
-    step_size : float or "auto", default="auto"
-        Scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
-    step_decay : float, default=0.51
-        Exponent :math:`b` of the schedule.
-    n_particles : int, default=10
-        Particles of SGAIS (and of AIS).
-    target_ess : float, default=8
-        SGAIS: effective sample size each annealing step aims at, in
-        ``(1, n_particles]``.
-    chunk_size : int or None, default=None
-        SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
-    n_steps : int, default=20
-        SGAIS: SGHMC steps after each annealing step.
-    learning_rate : float, default=0.1
-        SGAIS: per-observation learning rate; SGHMC uses
-        :math:`\eta = \text{learning\_rate}/n` with :math:`n` the data seen.
-    resample : bool, default=True
-        SGAIS: resample the particles after every annealing step.
-    reservoir_size : int or None, default=None
-        SGAIS: keep a uniform reservoir of this many past rows for the
-        minibatches instead of all of them (bounded memory for streams).
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sampler; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        Progress reporting.
+    %(closed_form_method_parameters)s
+    %(evidence_parameters)s
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated :math:`\log p(y \mid X)` of the training data.
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error (0 for ``method="exact"``).
-    result_ : EvidenceResult
-        The full record of the estimate.
-    log_evidence_path_ : ndarray of shape (n_chunks,)
-        ``method="sgais"`` only: the log-evidence of the data seen after
-        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
-    n_samples_seen_ : int
-        ``method="sgais"`` only: number of samples seen by ``fit`` and
-        ``partial_fit``.
+    %(online_evidence_attributes)s
     coef_ : ndarray of shape (n_features,)
         Posterior mean of ``w``.
     intercept_ : float
         Posterior mean of ``b`` (0 without an intercept).
     posterior_cov_ : ndarray of shape (n_params, n_params)
         Posterior covariance of ``(w, b)``.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(feature_attributes)s
 
     See Also
     --------
@@ -158,10 +99,8 @@ class BayesianLinearRegression(
         "noise_var": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "prior_var": [Interval(Real, 0, None, closed="neither")],
-        "method": [StrOptions({"sti", "exact", "sgais", "ais"})],
-        "reference": [StrOptions({"laplace", "prior"})],
-        **STI_PARAMETER_CONSTRAINTS,
-        **SGAIS_PARAMETER_CONSTRAINTS,
+        **CLOSED_FORM_METHOD_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -172,46 +111,12 @@ class BayesianLinearRegression(
         *,
         prior_var=1.0,
         reference="laplace",
-        temperatures=STI_DEFAULTS["temperatures"],
-        ladder=STI_DEFAULTS["ladder"],
-        n_samples=STI_DEFAULTS["n_samples"],
-        n_burnin=STI_DEFAULTS["n_burnin"],
-        batch_size=STI_DEFAULTS["batch_size"],
-        sampler=STI_DEFAULTS["sampler"],
-        step_size=STI_DEFAULTS["step_size"],
-        step_decay=STI_DEFAULTS["step_decay"],
-        n_particles=SGAIS_DEFAULTS["n_particles"],
-        target_ess=SGAIS_DEFAULTS["target_ess"],
-        chunk_size=SGAIS_DEFAULTS["chunk_size"],
-        n_steps=SGAIS_DEFAULTS["n_steps"],
-        learning_rate=SGAIS_DEFAULTS["learning_rate"],
-        resample=SGAIS_DEFAULTS["resample"],
-        reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
-        random_state=None,
-        verbose=0,
     ):
         self.noise_var = noise_var
         self.fit_intercept = fit_intercept
         self.method = method
         self.prior_var = prior_var
         self.reference = reference
-        self.temperatures = temperatures
-        self.ladder = ladder
-        self.n_samples = n_samples
-        self.n_burnin = n_burnin
-        self.batch_size = batch_size
-        self.sampler = sampler
-        self.step_size = step_size
-        self.step_decay = step_decay
-        self.n_particles = n_particles
-        self.target_ess = target_ess
-        self.chunk_size = chunk_size
-        self.n_steps = n_steps
-        self.learning_rate = learning_rate
-        self.resample = resample
-        self.reservoir_size = reservoir_size
-        self.random_state = random_state
-        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

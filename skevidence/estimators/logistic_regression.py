@@ -12,13 +12,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..evidence.sgais import DEFAULT_BATCH_SIZE as SGAIS_BATCH_SIZE
 from ..models.softmax_regression import SoftmaxRegression
 from ._base import (
-    SGAIS_DEFAULTS,
-    SGAIS_PARAMETER_CONSTRAINTS,
-    STI_DEFAULTS,
-    STI_PARAMETER_CONSTRAINTS,
+    EVIDENCE_PARAMETER_CONSTRAINTS,
+    EVIDENCE_PARAMETERS,
     EvidenceEstimatorMixin,
 )
+from ._docs import fill_doc
 from ._online import OnlineEvidenceMixin, posterior_particles
+from ._signature import shared_parameters
 
 __all__ = ["BayesianLogisticRegression"]
 
@@ -27,6 +27,8 @@ __all__ = ["BayesianLogisticRegression"]
 _PREDICT_ROWS = 8192
 
 
+@fill_doc
+@shared_parameters(EVIDENCE_PARAMETERS, batch_size=SGAIS_BATCH_SIZE)
 class BayesianLogisticRegression(
     OnlineEvidenceMixin, EvidenceEstimatorMixin, ClassifierMixin, BaseEstimator
 ):
@@ -61,61 +63,13 @@ class BayesianLogisticRegression(
         sampling (:func:`~skevidence.sgais_log_evidence`), annealed importance
         sampling with full-data HMC (:func:`~skevidence.evidence.ais_log_evidence`),
         or stochastic thermodynamic integration (:func:`~skevidence.sti_log_evidence`).
-    n_particles : int, default=10
-        Particles of SGAIS (and independent runs of AIS).
-    target_ess : float, default=8
-        SGAIS: effective sample size each annealing step aims at, in
-        ``(1, n_particles]``.
-    batch_size : int, default=500
-        Minibatch size of SGAIS (that of Cameron et al. 2019a) and of STI.
-    chunk_size : int or None, default=None
-        SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
-    n_steps : int, default=20
-        SGAIS: SGHMC steps after each annealing step.
-    learning_rate : float, default=0.1
-        SGAIS: per-observation learning rate; SGHMC uses
-        :math:`\eta = \text{learning\_rate}/n` with :math:`n` the data seen.
-    resample : bool, default=True
-        SGAIS: resample the particles after every annealing step.
-    reservoir_size : int or None, default=None
-        SGAIS: keep a uniform reservoir of this many past rows for the
-        minibatches instead of all of them (bounded memory for streams).
-    temperatures : int or array-like, default=20
-        Ladder of STI (see :func:`~skevidence.sti_log_evidence`), also used
-        by ``method="ais"``, which needs hundreds.
-    ladder : {"power", "uniform"}, default="power"
-        Kind of ladder built from an int ``temperatures``.
-    n_samples : int, default=3000
-        STI: iterations per temperature, burn-in included.
-    n_burnin : int, default=1000
-        STI: burn-in iterations per temperature.
-    sampler : {"psgld", "sgld"} or Sampler, default="psgld"
-        STI: SG-MCMC update rule.
-    step_size : float or "auto", default="auto"
-        STI: scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
-    step_decay : float, default=0.51
-        STI: exponent :math:`b` of the schedule.
-    random_state : int, RandomState instance or None, default=None
-        Seed; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        Progress reporting.
+    %(evidence_parameters)s
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels; column ``k`` of :meth:`predict_proba` is ``classes_[k]``.
-    log_evidence_ : float
-        Estimated :math:`\log p(y \mid X)` of all the data fitted so far.
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error.
-    result_ : EvidenceResult
-        The full record of the estimate.
-    log_evidence_path_ : ndarray of shape (n_chunks,)
-        ``method="sgais"`` only: the log-evidence of the data seen after
-        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
-    n_samples_seen_ : int
-        ``method="sgais"`` only: number of rows seen by ``fit`` and
-        ``partial_fit``.
+    %(online_evidence_attributes)s
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles ``(W.ravel(), b)``, ``W`` of shape
         ``(n_features, n_classes)`` (see
@@ -131,10 +85,7 @@ class BayesianLogisticRegression(
         Posterior mean of the weights (transposed, in scikit-learn's layout).
     intercept_ : ndarray of shape (n_classes,)
         Posterior mean of the biases.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(feature_attributes)s
 
     See Also
     --------
@@ -160,52 +111,16 @@ class BayesianLogisticRegression(
     _parameter_constraints = {
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"sgais", "ais", "sti"})],
-        **SGAIS_PARAMETER_CONSTRAINTS,
-        **STI_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
         self,
         prior_var=1.0,
         method="sgais",
-        *,
-        n_particles=SGAIS_DEFAULTS["n_particles"],
-        target_ess=SGAIS_DEFAULTS["target_ess"],
-        batch_size=SGAIS_BATCH_SIZE,
-        chunk_size=SGAIS_DEFAULTS["chunk_size"],
-        n_steps=SGAIS_DEFAULTS["n_steps"],
-        learning_rate=SGAIS_DEFAULTS["learning_rate"],
-        resample=SGAIS_DEFAULTS["resample"],
-        reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
-        temperatures=STI_DEFAULTS["temperatures"],
-        ladder=STI_DEFAULTS["ladder"],
-        n_samples=STI_DEFAULTS["n_samples"],
-        n_burnin=STI_DEFAULTS["n_burnin"],
-        sampler=STI_DEFAULTS["sampler"],
-        step_size=STI_DEFAULTS["step_size"],
-        step_decay=STI_DEFAULTS["step_decay"],
-        random_state=None,
-        verbose=0,
     ):
         self.prior_var = prior_var
         self.method = method
-        self.n_particles = n_particles
-        self.target_ess = target_ess
-        self.batch_size = batch_size
-        self.chunk_size = chunk_size
-        self.n_steps = n_steps
-        self.learning_rate = learning_rate
-        self.resample = resample
-        self.reservoir_size = reservoir_size
-        self.temperatures = temperatures
-        self.ladder = ladder
-        self.n_samples = n_samples
-        self.n_burnin = n_burnin
-        self.sampler = sampler
-        self.step_size = step_size
-        self.step_decay = step_decay
-        self.random_state = random_state
-        self.verbose = verbose
 
     def _make_model(self, X):
         return SoftmaxRegression(X.shape[1], len(self.classes_), self.prior_var)

@@ -1,12 +1,14 @@
 """Choose the rank of a Poisson NMF by the evidence."""
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import CHIB_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_DEFAULTS, SMC_DEFAULTS, STI_DEFAULTS
-from ._cp_docs import fill_doc
+from .._config import SELECTOR_DEFAULTS
+from ._docs import fill_doc
+from ._factorisation import CP_PARAMETERS
 from ._rank_selector import RankSelectorMixin, selector_constraints
+from ._signature import shared_parameters
 from .poisson_nmf import PoissonNMF
 
 __all__ = ["BayesianNMFRankSelector"]
@@ -22,6 +24,7 @@ _NMF_PARAMS = (
 
 
 @fill_doc
+@shared_parameters(CP_PARAMETERS)
 class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator):
     """Select the rank of a Bayesian NMF (Poisson, exponential or Gamma entries) by its evidence.
 
@@ -104,24 +107,9 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         *,
         likelihood="poisson",
         likelihood_shape=1.0,
-        reference="vb",
-        tol=DEFAULT_TOL,
-        max_time=None,
-        max_refinements=RTI_DEFAULTS["max_refinements"],
         n_blocks="auto",
         sampler=SELECTOR_DEFAULTS["sampler"],
         prior_rate_h=None,
-        temperatures="auto",
-        ladder=STI_DEFAULTS["ladder"],
-        n_samples="auto",
-        n_burnin="auto",
-        step_size=STI_DEFAULTS["step_size"],
-        step_decay=STI_DEFAULTS["step_decay"],
-        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
-        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
-        n_reduced=CHIB_DEFAULTS["n_reduced"],
-        n_particles=SMC_DEFAULTS["n_particles"],
-        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
         error_score=np.nan,
         memory=None,
     ):
@@ -133,44 +121,11 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.verbose = verbose
         self.likelihood = likelihood
         self.likelihood_shape = likelihood_shape
-        self.reference = reference
-        self.tol = tol
-        self.max_time = max_time
-        self.max_refinements = max_refinements
         self.n_blocks = n_blocks
         self.sampler = sampler
         self.prior_rate_h = prior_rate_h
-        self.temperatures = temperatures
-        self.ladder = ladder
-        self.n_samples = n_samples
-        self.n_burnin = n_burnin
-        self.step_size = step_size
-        self.step_decay = step_decay
-        self.n_gibbs = n_gibbs
-        self.n_gibbs_burnin = n_gibbs_burnin
-        self.n_reduced = n_reduced
-        self.n_particles = n_particles
-        self.n_smc_runs = n_smc_runs
         self.error_score = error_score
         self.memory = memory
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Fit a Poisson NMF of every rank and keep the one of largest evidence.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Non-negative data.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted selector.
-        """
-        return self._search_ranks(X)
 
     def transform(self, X):
         """Activations of ``X`` under the best model (see :meth:`PoissonNMF.transform`).
@@ -178,7 +133,7 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Non-negative data.
+            Non-negative data with the features of the fitted data.
 
         Returns
         -------

@@ -1,11 +1,13 @@
 """Choose the rank of a Poisson PARAFAC by the evidence."""
 
 import numpy as np
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import BaseEstimator
 
-from .._config import CHIB_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_DEFAULTS, SMC_DEFAULTS, STI_DEFAULTS
-from ._cp_docs import fill_doc
+from .._config import SELECTOR_DEFAULTS
+from ._docs import fill_doc
+from ._factorisation import CP_PARAMETERS
 from ._rank_selector import RankSelectorMixin, selector_constraints
+from ._signature import shared_parameters
 from .poisson_parafac import PoissonPARAFAC
 
 __all__ = ["PARAFACRankSelector"]
@@ -21,6 +23,7 @@ _PARAFAC_PARAMS = (
 
 
 @fill_doc
+@shared_parameters(CP_PARAMETERS)
 class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     """Select the rank of a Poisson PARAFAC of a count tensor by its Bayesian evidence.
 
@@ -104,23 +107,8 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         random_state=None,
         verbose=0,
         *,
-        reference="vb",
-        tol=DEFAULT_TOL,
-        max_time=None,
-        max_refinements=RTI_DEFAULTS["max_refinements"],
         n_blocks="auto",
         sampler=SELECTOR_DEFAULTS["sampler"],
-        temperatures="auto",
-        ladder=STI_DEFAULTS["ladder"],
-        n_samples="auto",
-        n_burnin="auto",
-        step_size=STI_DEFAULTS["step_size"],
-        step_decay=STI_DEFAULTS["step_decay"],
-        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
-        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
-        n_reduced=CHIB_DEFAULTS["n_reduced"],
-        n_particles=SMC_DEFAULTS["n_particles"],
-        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
         error_score=np.nan,
         memory=None,
     ):
@@ -130,41 +118,8 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-        self.reference = reference
-        self.tol = tol
-        self.max_time = max_time
-        self.max_refinements = max_refinements
         self.n_blocks = n_blocks
         self.sampler = sampler
-        self.temperatures = temperatures
-        self.ladder = ladder
-        self.n_samples = n_samples
-        self.n_burnin = n_burnin
-        self.step_size = step_size
-        self.step_decay = step_decay
-        self.n_gibbs = n_gibbs
-        self.n_gibbs_burnin = n_gibbs_burnin
-        self.n_reduced = n_reduced
-        self.n_particles = n_particles
-        self.n_smc_runs = n_smc_runs
         self.error_score = error_score
         self.memory = memory
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Fit a Poisson PARAFAC of every rank and keep the one of largest evidence.
-
-        Parameters
-        ----------
-        X : {array-like, scipy.sparse.coo_array} of shape (I, J, K) or (I, J)
-            Non-negative counts. A 2-D input is taken as ``(I, J, 1)``;
-            duplicate coordinates of a sparse tensor are summed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted selector.
-        """
-        return self._search_ranks(X)

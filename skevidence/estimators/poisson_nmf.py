@@ -9,18 +9,17 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._config import RTI_DEFAULTS, STI_DEFAULTS
+from .._config import STI_DEFAULTS
 from ..models._factorisation import auto_prior_rate, make_likelihood
 from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
-from ._cp_docs import fill_doc
+from ._docs import fill_doc
 from ._factorisation import (
-    CHIB_DEFAULTS,
     CP_PARAMETER_CONSTRAINTS,
+    CP_PARAMETERS,
     CP_SAMPLER,
-    DEFAULT_TOL,
-    SMC_DEFAULTS,
     CPEstimatorMixin,
 )
+from ._signature import shared_parameters
 
 __all__ = ["PoissonNMF"]
 
@@ -46,6 +45,7 @@ def _gamma_map_activations(X, H, lam_w, kappa):
 
 
 @fill_doc
+@shared_parameters(CP_PARAMETERS, random_state=None, verbose=0)
 class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Poisson NMF with exponential priors, scored by its evidence.
 
@@ -167,24 +167,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         likelihood="poisson",
         likelihood_shape=1.0,
         prior_rate_h=None,
-        temperatures="auto",
-        ladder=STI_DEFAULTS["ladder"],
-        n_samples="auto",
-        n_burnin="auto",
         batch_size=STI_DEFAULTS["batch_size"],
-        step_size=STI_DEFAULTS["step_size"],
-        step_decay=STI_DEFAULTS["step_decay"],
-        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
-        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
-        n_reduced=CHIB_DEFAULTS["n_reduced"],
-        n_particles=SMC_DEFAULTS["n_particles"],
-        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
-        reference="vb",
-        tol=DEFAULT_TOL,
-        max_time=None,
-        max_refinements=RTI_DEFAULTS["max_refinements"],
-        random_state=None,
-        verbose=0,
     ):
         self.n_components = n_components
         self.prior_rate = prior_rate
@@ -194,24 +177,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         self.likelihood = likelihood
         self.likelihood_shape = likelihood_shape
         self.prior_rate_h = prior_rate_h
-        self.temperatures = temperatures
-        self.ladder = ladder
-        self.n_samples = n_samples
-        self.n_burnin = n_burnin
         self.batch_size = batch_size
-        self.step_size = step_size
-        self.step_decay = step_decay
-        self.n_gibbs = n_gibbs
-        self.n_gibbs_burnin = n_gibbs_burnin
-        self.n_reduced = n_reduced
-        self.n_particles = n_particles
-        self.n_smc_runs = n_smc_runs
-        self.reference = reference
-        self.tol = tol
-        self.max_time = max_time
-        self.max_refinements = max_refinements
-        self.random_state = random_state
-        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -266,13 +232,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Non-negative data (counts; or magnitudes, see the user guide).
             Duplicate entries of a sparse matrix are summed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(fit_returns)s
         """
         self.components_ = np.asarray(self._fit_factors(X)[1], dtype=np.float64)
         return self

@@ -8,22 +8,21 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from .._config import RTI_DEFAULTS, STI_DEFAULTS
 from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
-from ._cp_docs import fill_doc
+from ._docs import fill_doc
 from ._factorisation import (
-    CHIB_DEFAULTS,
     CP_PARAMETER_CONSTRAINTS,
+    CP_PARAMETERS,
     CP_SAMPLER,
-    DEFAULT_TOL,
-    SMC_DEFAULTS,
     CPEstimatorMixin,
 )
+from ._signature import shared_parameters
 
 __all__ = ["PoissonPARAFAC"]
 
 
 @fill_doc
+@shared_parameters(CP_PARAMETERS, random_state=None, verbose=0)
 class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
     r"""Poisson PARAFAC with exponential priors, scored by its evidence.
 
@@ -133,47 +132,12 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         method="sti",
         n_blocks="auto",
         sampler=CP_SAMPLER,
-        *,
-        temperatures="auto",
-        ladder=STI_DEFAULTS["ladder"],
-        n_samples="auto",
-        n_burnin="auto",
-        step_size=STI_DEFAULTS["step_size"],
-        step_decay=STI_DEFAULTS["step_decay"],
-        n_gibbs=CHIB_DEFAULTS["n_gibbs"],
-        n_gibbs_burnin=CHIB_DEFAULTS["n_gibbs_burnin"],
-        n_reduced=CHIB_DEFAULTS["n_reduced"],
-        n_particles=SMC_DEFAULTS["n_particles"],
-        n_smc_runs=SMC_DEFAULTS["n_smc_runs"],
-        reference="vb",
-        tol=DEFAULT_TOL,
-        max_time=None,
-        max_refinements=RTI_DEFAULTS["max_refinements"],
-        random_state=None,
-        verbose=0,
     ):
         self.rank = rank
         self.prior_rate = prior_rate
         self.method = method
         self.n_blocks = n_blocks
         self.sampler = sampler
-        self.temperatures = temperatures
-        self.ladder = ladder
-        self.n_samples = n_samples
-        self.n_burnin = n_burnin
-        self.step_size = step_size
-        self.step_decay = step_decay
-        self.n_gibbs = n_gibbs
-        self.n_gibbs_burnin = n_gibbs_burnin
-        self.n_reduced = n_reduced
-        self.n_particles = n_particles
-        self.n_smc_runs = n_smc_runs
-        self.reference = reference
-        self.tol = tol
-        self.max_time = max_time
-        self.max_refinements = max_refinements
-        self.random_state = random_state
-        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -225,13 +189,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         X : {array-like, scipy.sparse.coo_array} of shape (I, J, K) or (I, J)
             Non-negative data (counts). A 2-D input is taken as ``(I, J, 1)``;
             duplicate coordinates of a sparse tensor are summed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(fit_returns)s
         """
         self.factors_ = tuple(np.asarray(F, dtype=np.float64) for F in self._fit_factors(X))
         return self

@@ -1,15 +1,117 @@
-"""Docstring parts the CP-model estimators and their rank selectors share.
+"""Docstring parts the estimators share.
 
 A line of a class docstring that reads ``%(name)s`` is replaced by the part
 ``name``, indented as the line is, so each text lives once and cannot drift
-between the NMF and the PARAFAC classes.
+between the classes that take the same parameters (the continuous models'
+STI and SGAIS settings; the NMF and PARAFAC classes). A part's
+``default=<>`` is filled with the class's own default of that parameter,
+read from its signature, so the text holds where the defaults differ.
 """
 
+import inspect
 import textwrap
 
 __all__ = ["fill_doc"]
 
 _PARTS = {
+    "evidence_of_data": r"""
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,), default=None
+            Targets, for supervised models.
+
+        Returns
+        -------
+        log_evidence : float
+        """,
+    "fit_returns": r"""
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """,
+    "closed_form_method_parameters": r"""
+        method : {"sti", "exact", "sgais", "ais"}, default="sti"
+            How the evidence is computed: stochastic thermodynamic integration
+            (:func:`~skevidence.sti_log_evidence`), the closed form, stochastic
+            gradient annealed importance sampling
+            (:func:`~skevidence.sgais_log_evidence`, the only method with
+            ``partial_fit``), or annealed importance sampling with full-data HMC
+            (:func:`~skevidence.evidence.ais_log_evidence`, a reference).
+        reference : {"laplace", "prior"}, default="laplace"
+            Where the STI path starts (``method="sti"``). ``"laplace"``: the
+            Laplace fit of the posterior, a Gaussian :math:`q`; the path
+            :math:`q^{1-t}(p(\theta)\,p(\cdot\mid\theta))^t` has an integrand that is
+            constant where the posterior is Gaussian, so neither the chains' lag
+            nor the step-size bias of SG-MCMC moves it (the posterior of this
+            model is Gaussian). ``"prior"``: the papers' path from the prior.
+        """,
+    "evidence_parameters": r"""
+        temperatures : int or array-like, default=<>
+            Ladder of STI (see :func:`~skevidence.sti_log_evidence`), also used
+            by ``method="ais"``, which needs hundreds.
+        ladder : {"power", "uniform"}, default=<>
+            Kind of ladder built from an int ``temperatures``.
+        n_samples : int, default=<>
+            STI: iterations per temperature, burn-in included.
+        n_burnin : int, default=<>
+            STI: burn-in iterations per temperature.
+        batch_size : int, default=<>
+            Minibatch size of STI and SGAIS.
+        sampler : {"psgld", "sgld"} or Sampler, default=<>
+            STI: SG-MCMC update rule.
+        step_size : float or "auto", default=<>
+            STI: scale :math:`a` of the step-size schedule :math:`(a/k)^b`.
+        step_decay : float, default=<>
+            STI: exponent :math:`b` of the schedule.
+        n_particles : int, default=<>
+            Particles of SGAIS (and independent runs of AIS).
+        target_ess : float, default=<>
+            SGAIS: effective sample size each annealing step aims at, in
+            ``(1, n_particles]``.
+        chunk_size : int or None, default=<>
+            SGAIS: data per chunk; ``None`` is the schedule of Cameron et al. (2019b).
+        n_steps : int, default=<>
+            SGAIS: SGHMC steps after each annealing step.
+        learning_rate : float, default=<>
+            SGAIS: per-observation learning rate; SGHMC uses
+            :math:`\eta = \text{learning\_rate}/n` with :math:`n` the data seen.
+        resample : bool, default=<>
+            SGAIS: resample the particles after every annealing step.
+        reservoir_size : int or None, default=<>
+            SGAIS: keep a uniform reservoir of this many past rows for the
+            minibatches instead of all of them (bounded memory for streams).
+        random_state : int, RandomState instance or None, default=None
+            Seed; an int makes ``fit`` reproducible.
+        verbose : int, default=0
+            Progress reporting (see :func:`~skevidence.sti_log_evidence`).
+        """,
+    "online_evidence_attributes": r"""
+        log_evidence_ : float
+            Estimated log-evidence of all the data fitted so far (by ``fit``
+            and ``partial_fit``).
+        log_evidence_std_ : float
+            Its Monte-Carlo standard error (0 for a closed form, ``method="exact"``).
+        result_ : EvidenceResult
+            The full record of the estimate.
+        log_evidence_path_ : ndarray of shape (n_chunks,)
+            ``method="sgais"`` only: the log-evidence of the data seen after
+            every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
+        n_samples_seen_ : int
+            ``method="sgais"`` only: number of rows seen by ``fit`` and
+            ``partial_fit``.
+        """,
+    "feature_attributes": r"""
+        n_features_in_ : int
+            Number of features seen during ``fit``.
+        feature_names_in_ : ndarray of shape (`n_features_in_`,)
+            Feature names, when ``X`` has string column names.
+        """,
     "reference_parameters": r"""
         reference : {"vb", "prior"}, default="vb"
             Where the path starts (``method="sti"`` and ``method="smc"``).
@@ -139,13 +241,44 @@ _PARTS = {
 _PARTS = {name: textwrap.dedent(text).strip("\n") + "\n" for name, text in _PARTS.items()}
 
 
-def fill_doc(cls):
-    """Class decorator: replace every ``%(name)s`` line of ``cls.__doc__`` by its part."""
+def _format_default(value):
+    """A default as numpydoc writes it: strings quoted, the rest as Python writes them."""
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _default(defaults, row, where):
+    """The default of the parameter that ``row`` (``"name : type, default=<>"``) documents."""
+    name = row.split(" : ")[0].strip()
+    if name not in defaults:
+        raise TypeError(f"{where}'s docstring documents {name!r}, which its __init__ does not take.")
+    return _format_default(defaults[name])
+
+
+def _fill(doc, defaults, where):
+    """``doc`` with every ``%(name)s`` line replaced by its part, indented as the line is."""
     lines = []
-    for line in cls.__doc__.splitlines(keepends=True):
+    for line in doc.splitlines(keepends=True):
         key = line.strip()
         if key.startswith("%(") and key.endswith(")s"):
-            line = textwrap.indent(_PARTS[key[2:-2]], line[: len(line) - len(line.lstrip())])
+            part = "".join(
+                row.replace("<>", _default(defaults, row, where)) if row.rstrip().endswith("default=<>") else row
+                for row in _PARTS[key[2:-2]].splitlines(keepends=True)
+            )
+            line = textwrap.indent(part, line[: len(line) - len(line.lstrip())])
         lines.append(line)
-    cls.__doc__ = "".join(lines)
+    return "".join(lines)
+
+
+def fill_doc(cls):
+    """Class decorator: fill the ``%(name)s`` lines of the docstrings of ``cls`` and of its methods.
+
+    Apply it outermost (after :func:`~skevidence.estimators._signature.shared_parameters`),
+    so that the signature it reads the defaults from is complete.
+    """
+    defaults = {name: p.default for name, p in inspect.signature(cls).parameters.items()}
+    cls.__doc__ = _fill(cls.__doc__, defaults, cls.__name__)
+    for member in vars(cls).values():
+        function = getattr(member, "__func__", member)
+        if callable(function) and function.__doc__ and "%(" in function.__doc__:
+            function.__doc__ = _fill(function.__doc__, defaults, cls.__name__)
     return cls
