@@ -395,15 +395,21 @@ def test_mode_search_error_is_the_average_over_every_split():
     assert mode_search_error([3.0] * 8) == 0.0
 
 
-def test_reference_search_doubles_while_its_halves_disagree():
+def test_reference_search_doubles_while_its_halves_disagree(monkeypatch):
     """Two halves of the starts are two searches: their best bounds' difference is the mode error."""
-    from skevidence.evidence.referenced import _Data, _search_reference, mode_search_error
+    from skevidence.evidence import referenced
+    from skevidence.evidence.referenced import _Data, mode_search_error
 
     data = _Data(np.ones((3, 2)))
 
     def scripted(values):
         it = iter(values)
-        return lambda data, R, rates, rng: (next(it), np.ones((5, 1)), np.ones((5, 1)))
+        fit = lambda data, R, rates, start: (next(it), np.ones((5, 1)), np.ones((5, 1)))  # noqa: E731
+        monkeypatch.setitem(referenced._START_FLOOR, fit, 1.0)
+        return fit
+
+    def _search_reference(*args):
+        return referenced._search_reference(*args[:-1], np.random.RandomState(0))
 
     # Every start at one mode: no doubling, no mode error.
     out = _search_reference(scripted([5.0] * 8), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
@@ -423,3 +429,41 @@ def test_reference_search_doubles_while_its_halves_disagree():
     for tol, out_of_time in ((1.0, lambda: True), (None, lambda: False)):
         out = _search_reference(scripted(values), data, 1, 1.0, 8, 64, tol, out_of_time, None)
         assert out[3].size == 8 and out[4] == pytest.approx(10.0)
+
+
+def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
+    """The starts are drawn in order before the fits, and each fit runs with one BLAS thread."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from skevidence.evidence import referenced
+
+    rng = np.random.default_rng(3)
+    X = rng.exponential(rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
+    data = referenced._Data(X, 1.0)
+    rates = referenced._row_rates(1.0, data.shape)
+    runs = []
+    for n_jobs in (1, 2, 3):
+        state = np.random.RandomState(7)
+        fits = referenced._fit_starts(referenced._laplace_fit, data, 2, rates, state, 5, n_jobs)
+        runs.append((fits, state.randint(2**31 - 1)))
+    # One by one, as a loop drawing each start just before its fit would.
+    state = np.random.RandomState(7)
+    one_by_one = [referenced._laplace_fit(data, 2, rates, referenced._random_start(data, 2, state, 1e-300))
+                  for _ in range(5)]
+    for fits, after in runs:
+        assert after == runs[0][1]
+        for fit, ref in zip(fits, one_by_one):
+            assert fit[0] == ref[0] and np.array_equal(fit[1], ref[1]) and np.array_equal(fit[2], ref[2])
+
+    seen = []
+
+    def spy(data, R, rates, start):
+        seen.extend(module["num_threads"] for module in threadpool_info() if module["user_api"] == "blas")
+        return 0.0, start, start
+
+    monkeypatch.setitem(referenced._START_FLOOR, spy, 1.0)
+    with threadpool_limits(2):
+        referenced._fit_starts(spy, data, 2, rates, np.random.RandomState(0), 4, 2)
+    if not seen:
+        pytest.skip("threadpoolctl sees no BLAS library")
+    assert set(seen) == {1}

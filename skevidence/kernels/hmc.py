@@ -55,7 +55,7 @@ from .._config import FASTMATH
 __all__ = ["cp_log_likelihood", "fisher_pass", "ratio_pass", "run_referenced_ladder", "symmetric_log_q"]
 
 
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=0.0):
     r"""Fill ``out`` with :math:`\partial_F \sum_e x_e \log V_e` and return :math:`\sum_e x_e \log V_e`.
 
@@ -130,7 +130,7 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
     return total
 
 
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def fisher_pass(dense2, X, coords, F, offsets, kappa, out):
     r"""Fill ``out`` with the Gamma likelihood's expected curvature
     :math:`\kappa\sum_e (\partial V_e/\partial F_{ir})^2 / V_e^2`.
@@ -182,7 +182,7 @@ def _column_sums(F, offsets, sums):
             sums[m, r] = s
 
 
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def cp_log_likelihood(dense2, X, coords, vals, F, offsets, grad, sums, lgamma_total, with_value=True, kappa=0.0):
     r""":math:`\log p(X \mid F)` and, in ``grad``, its gradient with respect to ``F``.
 
