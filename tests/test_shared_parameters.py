@@ -45,6 +45,23 @@ def test_init_stores_every_parameter_unchanged():
         _Toy(1, 2)  # the group's parameters are keyword-only
 
 
+def test_positional_group_follows_the_own_positional_parameters():
+    @shared_parameters({"tol": 1.0}, positional={"rate": 2.0, "seed": None})
+    class _Selector(BaseEstimator):
+        def __init__(self, ranks=(1, 2), *, memory=None):
+            self.ranks = ranks
+            self.memory = memory
+
+    parameters = inspect.signature(_Selector).parameters
+    assert list(parameters) == ["ranks", "rate", "seed", "memory", "tol"]
+    assert [p.kind for p in parameters.values()] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 3 + [
+        inspect.Parameter.KEYWORD_ONLY] * 2
+    selector = _Selector((3,), 5.0, 7, tol=0.5)
+    assert selector.get_params() == {"ranks": (3,), "rate": 5.0, "seed": 7, "memory": None, "tol": 0.5}
+    with pytest.raises(TypeError, match="too many positional"):
+        _Selector((3,), 5.0, 7, None)
+
+
 def test_a_group_may_not_repeat_a_parameter_of_the_class():
     with pytest.raises(TypeError, match=r"already takes \['size'\]"):
         @shared_parameters({"size": 4})

@@ -12,7 +12,23 @@ from ..evidence._result import ERROR_PIECES
 from ._factorisation import check_ranks_supported
 from .search import EvidenceGridSearch
 
-__all__ = ["DECISION_Z", "SCREEN_TOL_FACTOR", "SELECTOR_DEFAULTS", "RankSelectorMixin", "selector_constraints"]
+__all__ = [
+    "DECISION_Z",
+    "SCREEN_TOL_FACTOR",
+    "SELECTOR_DEFAULTS",
+    "SELECTOR_KEYWORDS",
+    "SELECTOR_POSITIONAL",
+    "RankSelectorMixin",
+    "selector_constraints",
+]
+
+
+#: The parameters every rank selector takes after its ``ranks``, in order (its
+#: own and its model's), and its keyword-only ones beyond its model's chain
+#: settings; added to each selector's ``__init__`` by
+#: :func:`~skevidence.estimators._signature.shared_parameters`.
+SELECTOR_POSITIONAL = dict(prior_rate=1.0, method="sti", n_jobs=None, random_state=None, verbose=0)
+SELECTOR_KEYWORDS = dict(n_blocks="auto", sampler=SELECTOR_DEFAULTS["sampler"], error_score=np.nan, memory=None)
 
 
 def selector_constraints(model_class, passthrough):

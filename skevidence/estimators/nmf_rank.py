@@ -4,10 +4,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import SELECTOR_DEFAULTS
 from ._docs import fill_doc
 from ._factorisation import CP_PARAMETERS
-from ._rank_selector import RankSelectorMixin, selector_constraints
+from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, selector_constraints
 from ._signature import shared_parameters
 from .poisson_nmf import PoissonNMF
 
@@ -24,7 +23,7 @@ _NMF_PARAMS = (
 
 
 @fill_doc
-@shared_parameters(CP_PARAMETERS)
+@shared_parameters(CP_PARAMETERS, SELECTOR_KEYWORDS, positional=SELECTOR_POSITIONAL)
 class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator):
     """Select the rank of a Bayesian NMF (Poisson, exponential or Gamma entries) by its evidence.
 
@@ -99,33 +98,15 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
     def __init__(
         self,
         ranks=(1, 2, 4, 8, 16),
-        prior_rate=1.0,
-        method="sti",
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
         *,
         likelihood="poisson",
         likelihood_shape=1.0,
-        n_blocks="auto",
-        sampler=SELECTOR_DEFAULTS["sampler"],
         prior_rate_h=None,
-        error_score=np.nan,
-        memory=None,
     ):
         self.ranks = ranks
-        self.prior_rate = prior_rate
-        self.method = method
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
         self.likelihood = likelihood
         self.likelihood_shape = likelihood_shape
-        self.n_blocks = n_blocks
-        self.sampler = sampler
         self.prior_rate_h = prior_rate_h
-        self.error_score = error_score
-        self.memory = memory
 
     def transform(self, X):
         """Activations of ``X`` under the best model (see :meth:`PoissonNMF.transform`).

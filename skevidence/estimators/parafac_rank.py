@@ -1,12 +1,10 @@
 """Choose the rank of a Poisson PARAFAC by the evidence."""
 
-import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._config import SELECTOR_DEFAULTS
 from ._docs import fill_doc
 from ._factorisation import CP_PARAMETERS
-from ._rank_selector import RankSelectorMixin, selector_constraints
+from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, selector_constraints
 from ._signature import shared_parameters
 from .poisson_parafac import PoissonPARAFAC
 
@@ -23,7 +21,7 @@ _PARAFAC_PARAMS = (
 
 
 @fill_doc
-@shared_parameters(CP_PARAMETERS)
+@shared_parameters(CP_PARAMETERS, SELECTOR_KEYWORDS, positional=SELECTOR_POSITIONAL)
 class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     """Select the rank of a Poisson PARAFAC of a count tensor by its Bayesian evidence.
 
@@ -98,28 +96,6 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
     _passthrough = _PARAFAC_PARAMS
     _parameter_constraints = selector_constraints(PoissonPARAFAC, _PARAFAC_PARAMS)
 
-    def __init__(
-        self,
-        ranks=tuple(range(1, 12)),
-        prior_rate=1.0,
-        method="sti",
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-        *,
-        n_blocks="auto",
-        sampler=SELECTOR_DEFAULTS["sampler"],
-        error_score=np.nan,
-        memory=None,
-    ):
+    def __init__(self, ranks=tuple(range(1, 12))):
         self.ranks = ranks
-        self.prior_rate = prior_rate
-        self.method = method
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_blocks = n_blocks
-        self.sampler = sampler
-        self.error_score = error_score
-        self.memory = memory
 
