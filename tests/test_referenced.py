@@ -465,5 +465,7 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
     with threadpool_limits(2):
         referenced._fit_starts(spy, data, 2, rates, np.random.RandomState(0), 4, 2)
     if not seen:
-        pytest.skip("threadpoolctl sees no BLAS library")
+        # numpy's wheels bundle an OpenBLAS that threadpoolctl sees; a BLAS it cannot see it cannot
+        # limit either, so there is nothing to check.
+        pytest.skip("this numpy's BLAS is not one threadpoolctl can see or limit")
     assert set(seen) == {1}

@@ -126,3 +126,13 @@ def test_every_documented_default_is_the_signature_default(cls):
         assert _same(documented, parameters[name].default), (cls.__name__, name, text, parameters[name].default)
         checked += 1
     assert checked >= 3
+
+
+@pytest.mark.parametrize("cls", [estimators.BayesianNMFRankSelector, estimators.PARAFACRankSelector],
+                         ids=lambda cls: cls.__name__)
+def test_selectors_hand_their_models_every_shared_parameter_but_verbose(cls):
+    selector = set(inspect.signature(cls).parameters)
+    model = set(inspect.signature(cls._model_class).parameters)
+    assert set(cls._passthrough) == (selector & model) - {"verbose"}
+    assert {"prior_rate", "method", "reference", "tol", "n_blocks", "sampler", "random_state"} <= set(cls._passthrough)
+    assert set(cls._parameter_constraints) == selector

@@ -1,5 +1,6 @@
 """What the rank selectors share: check the ranks, search them, expose the result."""
 
+import inspect
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,6 +20,7 @@ __all__ = [
     "SELECTOR_KEYWORDS",
     "SELECTOR_POSITIONAL",
     "RankSelectorMixin",
+    "rank_selector",
     "selector_constraints",
 ]
 
@@ -29,6 +31,22 @@ __all__ = [
 #: :func:`~skevidence.estimators._signature.shared_parameters`.
 SELECTOR_POSITIONAL = dict(prior_rate=1.0, method="sti", n_jobs=None, random_state=None, verbose=0)
 SELECTOR_KEYWORDS = dict(n_blocks="auto", sampler=SELECTOR_DEFAULTS["sampler"], error_score=np.nan, memory=None)
+
+
+def rank_selector(cls):
+    """Class decorator: what a selector hands every model, derived from the two signatures.
+
+    ``_passthrough`` is every parameter both the selector and its
+    ``_model_class`` take, but ``verbose`` (the selector's own progress; its
+    models get one level less); ``_parameter_constraints`` follow from it.
+    Apply it after :func:`~skevidence.estimators._signature.shared_parameters`,
+    whose groups it reads.
+    """
+    model = inspect.signature(cls._model_class).parameters
+    cls._passthrough = tuple(name for name in inspect.signature(cls).parameters
+                             if name in model and name != "verbose")
+    cls._parameter_constraints = selector_constraints(cls._model_class, cls._passthrough)
+    return cls
 
 
 def selector_constraints(model_class, passthrough):
@@ -61,9 +79,10 @@ class RankSelectorMixin:
 
     - ``_model_class``, the estimator of one rank;
     - ``_rank_param``, the name of its rank parameter;
-    - ``_passthrough``, the selector parameters handed to every model unchanged;
 
-    and the model class implements ``_rank_limit(X)`` returning ``(largest
+    and are decorated by :func:`rank_selector`, which derives ``_passthrough``
+    (the selector parameters handed to every model unchanged) and the
+    constraints. The model class implements ``_rank_limit(X)`` returning ``(largest
     rank, why)``, checked by :func:`check_ranks_supported` here and in the model's ``fit``.
     ``fit`` calls :meth:`_search_ranks`, which validates ``X`` as the model
     does and copies the best model's ``_fitted_factors`` attribute.

@@ -47,10 +47,9 @@ def shared_parameters(*groups, positional=None, **overrides):
         clash = set(own.parameters) & (set(keyword) | set(positional))
         if clash:
             raise TypeError(f"{cls.__name__}.__init__ already takes {sorted(clash)}; drop them from the group.")
-        kinds = [p.kind for p in own.parameters.values()]
         head = [p for p in own.parameters.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
         tail = [p for p in own.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-        if len(head) + len(tail) != len(kinds):
+        if len(head) + len(tail) != len(own.parameters):
             raise TypeError(f"{cls.__name__}.__init__ takes *args or **kwargs, which scikit-learn forbids.")
         signature = own.replace(parameters=[
             *head,

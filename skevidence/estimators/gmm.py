@@ -10,7 +10,7 @@ from sklearn.utils import gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..evidence.sgais import DEFAULT_BATCH_SIZE as SGAIS_BATCH_SIZE
+from .._config import SGAIS_BATCH_SIZE
 from ..models.gaussian_mixture import DiagonalGaussianMixture
 from ._base import (
     EVIDENCE_PARAMETER_CONSTRAINTS,

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..evidence.sgais import DEFAULT_BATCH_SIZE as SGAIS_BATCH_SIZE
+from .._config import SGAIS_BATCH_SIZE
 from ..models.softmax_regression import SoftmaxRegression
 from ._base import (
     EVIDENCE_PARAMETER_CONSTRAINTS,

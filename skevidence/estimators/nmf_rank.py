@@ -6,23 +6,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._docs import fill_doc
 from ._factorisation import CP_PARAMETERS
-from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, selector_constraints
+from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, rank_selector
 from ._signature import shared_parameters
 from .poisson_nmf import PoissonNMF
 
 __all__ = ["BayesianNMFRankSelector"]
 
-#: PoissonNMF parameters the selector passes through unchanged.
-_NMF_PARAMS = (
-    "prior_rate", "likelihood", "likelihood_shape", "method", "reference", "tol", "max_time",
-    "max_refinements", "n_blocks", "sampler",
-    "prior_rate_h", "temperatures", "ladder", "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs",
-    "n_gibbs_burnin", "n_reduced", "n_particles", "n_smc_runs",
-    "random_state",
-)  # fmt: skip
 
 
 @fill_doc
+@rank_selector
 @shared_parameters(CP_PARAMETERS, SELECTOR_KEYWORDS, positional=SELECTOR_POSITIONAL)
 class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator):
     """Select the rank of a Bayesian NMF (Poisson, exponential or Gamma entries) by its evidence.
@@ -92,8 +85,6 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
 
     _model_class = PoissonNMF
     _rank_param = "n_components"
-    _passthrough = _NMF_PARAMS
-    _parameter_constraints = selector_constraints(PoissonNMF, _NMF_PARAMS)
 
     def __init__(
         self,

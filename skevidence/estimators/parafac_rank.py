@@ -4,23 +4,15 @@ from sklearn.base import BaseEstimator
 
 from ._docs import fill_doc
 from ._factorisation import CP_PARAMETERS
-from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, selector_constraints
+from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, rank_selector
 from ._signature import shared_parameters
 from .poisson_parafac import PoissonPARAFAC
 
 __all__ = ["PARAFACRankSelector"]
 
-#: PoissonPARAFAC parameters the selector passes through unchanged.
-_PARAFAC_PARAMS = (
-    "prior_rate", "method", "reference", "tol", "max_time", "max_refinements", "n_blocks", "sampler",
-    "temperatures", "ladder",
-    "n_samples", "n_burnin", "step_size", "step_decay", "n_gibbs", "n_gibbs_burnin", "n_reduced", "n_particles",
-    "n_smc_runs",
-    "random_state",
-)  # fmt: skip
-
 
 @fill_doc
+@rank_selector
 @shared_parameters(CP_PARAMETERS, SELECTOR_KEYWORDS, positional=SELECTOR_POSITIONAL)
 class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     """Select the rank of a Poisson PARAFAC of a count tensor by its Bayesian evidence.
@@ -93,8 +85,6 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
 
     _model_class = PoissonPARAFAC
     _rank_param = "rank"
-    _passthrough = _PARAFAC_PARAMS
-    _parameter_constraints = selector_constraints(PoissonPARAFAC, _PARAFAC_PARAMS)
 
     def __init__(self, ranks=tuple(range(1, 12))):
         self.ranks = ranks
