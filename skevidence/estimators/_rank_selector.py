@@ -21,7 +21,6 @@ __all__ = [
     "SELECTOR_POSITIONAL",
     "RankSelectorMixin",
     "rank_selector",
-    "selector_constraints",
 ]
 
 
@@ -42,24 +41,19 @@ def rank_selector(cls):
     Apply it after :func:`~skevidence.estimators._signature.shared_parameters`,
     whose groups it reads.
     """
-    model = inspect.signature(cls._model_class).parameters
+    model = cls._model_class
     cls._passthrough = tuple(name for name in inspect.signature(cls).parameters
-                             if name in model and name != "verbose")
-    cls._parameter_constraints = selector_constraints(cls._model_class, cls._passthrough)
-    return cls
-
-
-def selector_constraints(model_class, passthrough):
-    """The ``_parameter_constraints`` of a selector of ``model_class`` passing ``passthrough`` on."""
-    return {
+                             if name in inspect.signature(model).parameters and name != "verbose")
+    cls._parameter_constraints = {
         "ranks": ["array-like"],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "error_score": [StrOptions({"raise"}), Real],
         "memory": EvidenceGridSearch._parameter_constraints["memory"],
-        **{k: v for k, v in model_class._parameter_constraints.items() if k in passthrough},
+        **{k: v for k, v in model._parameter_constraints.items() if k in cls._passthrough},
     }
+    return cls
 
 
 def _in_the_running(scores, stds):

@@ -13,7 +13,6 @@ from .poisson_nmf import PoissonNMF
 __all__ = ["BayesianNMFRankSelector"]
 
 
-
 @fill_doc
 @rank_selector
 @shared_parameters(CP_PARAMETERS, SELECTOR_KEYWORDS, positional=SELECTOR_POSITIONAL)
