@@ -563,6 +563,13 @@ def test_reference_search_doubles_while_its_halves_disagree(monkeypatch):
     values = [0.0] * 7 + [10.0] + [10.0] * 8
     out = _search_reference(scripted(values), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
     assert out[3].size == 16 and out[4] <= 1.0
+    # Halves 0.9 apart, below tol=1 but above tol/sqrt(2): doubled, so the chains keep at least that
+    # share of tol (stopped at 0.9 the chains would have to reach sqrt(1 - 0.81) = 0.44).
+    near = [0.0] * 7 + [0.9] + [0.9] * 8
+    out = _search_reference(scripted(near), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
+    assert out[3].size == 16 and out[4] == 0.0
+    out = _search_reference(scripted(near), data, 1, 1.0, 8, 64, 1.3, lambda: False, None)
+    assert out[3].size == 8 and out[4] == pytest.approx(0.9)
     # Out of time, or no tolerance: no doubling, the disagreement reported.
     for tol, out_of_time in ((1.0, lambda: True), (None, lambda: False)):
         out = _search_reference(scripted(values), data, 1, 1.0, 8, 64, tol, out_of_time, None)
