@@ -15,6 +15,7 @@ __all__ = [
     "RTI_DEFAULTS",
     "SCREEN_TOL_FACTOR",
     "SELECTOR_DEFAULTS",
+    "SELECTOR_VB_CHAIN",
     "SGAIS_BATCH_SIZE",
     "SGAIS_DEFAULTS",
     "SGAIS_LEARNING_RATE",
@@ -203,6 +204,13 @@ CP_SAMPLER = "logsgld"
 #: temperature rises).
 SELECTOR_DEFAULTS = dict(sampler=CP_SAMPLER, n_samples=10000, n_burnin=4000)
 
+#: The rank selectors' first round for ``reference="vb"``: a quarter of the
+#: models' (``AUTO_CHAIN["vb"]``). Every rank runs it once (the screen), and a
+#: rank far below the best needs no more; the ranks still in the running are
+#: lengthened from it, doubling by doubling, to the tolerance, which costs
+#: about what a run of the final length costs from any first round.
+SELECTOR_VB_CHAIN = dict(n_samples=150, n_burnin=50)
+
 #: A rank whose log-evidence is below the best's by more than this many combined
 #: error bars is out of the running: it is not refined further, and the choice is
 #: decided when every other rank is that far below.
@@ -217,10 +225,8 @@ SCREEN_TOL_FACTOR = 8.0
 #: units (the Poisson likelihood reads magnitudes as counts at that scale).
 #: ``prior_chain`` is the chain of ``--reference prior`` (the papers' path).
 #: ``vb_chain`` is the first round of ``--reference vb`` (``--tol`` lengthens
-#: it): a quarter of the estimators' default, since one round at rank 32 on a
-#: spectrogram of 60 000 bins costs minutes, and the ranks of a recording
-#: differ by thousands of nats. ``max_refinements`` bounds the refinement of a
-#: rank in each pass (each step doubles the work so far): on the bundled clip
+#: it), the rank selectors' (``SELECTOR_VB_CHAIN``). ``max_refinements`` bounds
+#: the refinement of a rank in each pass (each step doubles the work so far): on the bundled clip
 #: the chains at ranks of 8 and above do not reach ``tol`` in minutes, and the
 #: command says so rather than run for an hour. It bounds the work the same
 #: on any machine, so the same seed gives the same numbers; ``max_time`` (no
@@ -229,7 +235,7 @@ CLI_DEFAULTS = dict(
     ranks=(1, 2, 4, 8, 16, 32),
     scale=1e-3,
     prior_chain=dict(temperatures=10, n_samples=2000, n_burnin=1000),
-    vb_chain=dict(temperatures=16, n_samples=150, n_burnin=50),
+    vb_chain=dict(temperatures=RTI_DEFAULTS["n_temperatures"], **SELECTOR_VB_CHAIN),
     max_refinements=3,
     max_time=None,
 )

@@ -206,12 +206,15 @@ _PARTS = {
         """,
     "selector_chain_parameters": r"""
         n_samples : int or "auto", default="auto"
-            Iterations per temperature, burn-in included. ``"auto"``: as the
-            model's for ``reference="vb"``; 10000 for ``reference="prior"``,
-            whose chains approach equilibrium slowly as the temperature rises.
+            Iterations per temperature, burn-in included. ``"auto"``: 150 for
+            ``reference="vb"``, a quarter of the model's first round: every
+            rank runs one round (the screen), and the ranks still in the
+            running are lengthened from it, doubling by doubling, to ``tol``
+            (with ``tol=None`` that round is all); 10000 for ``reference="prior"``, whose chains approach equilibrium
+            slowly as the temperature rises.
         n_burnin : int or "auto", default="auto"
             Iterations discarded at the start of each temperature
-            (``"auto"``: the model's, or 4000 for ``reference="prior"``).
+            (``"auto"``: 50 for ``reference="vb"``, 4000 for ``reference="prior"``).
         """,
     "failure_parameters": r"""
         error_score : "raise" or float, default=np.nan

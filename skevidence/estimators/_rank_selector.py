@@ -8,7 +8,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import DECISION_Z, SCREEN_TOL_FACTOR, SELECTOR_DEFAULTS
+from .._config import DECISION_Z, SCREEN_TOL_FACTOR, SELECTOR_DEFAULTS, SELECTOR_VB_CHAIN
 from ..evidence._result import ERROR_PIECES
 from ._factorisation import check_ranks_supported
 from .search import EvidenceGridSearch
@@ -110,10 +110,10 @@ class RankSelectorMixin:
 
     def _base_model(self):
         params = {name: getattr(self, name) for name in self._passthrough}
-        if params.get("reference") == "prior":
-            for name in ("n_samples", "n_burnin"):
-                if params[name] == "auto":
-                    params[name] = SELECTOR_DEFAULTS[name]
+        defaults = SELECTOR_DEFAULTS if params.get("reference") == "prior" else SELECTOR_VB_CHAIN
+        for name in ("n_samples", "n_burnin"):
+            if params.get(name) == "auto":
+                params[name] = defaults[name]
         return self._model_class(**params, verbose=max(0, self.verbose - 1))
 
     def _search(self, base, ranks, X):
