@@ -22,10 +22,10 @@ from skevidence.evidence.referenced import (
     variational_reference,
 )
 from skevidence.kernels.hmc import (
-    _pairs_without,
     _perm_lse,
     _row_lse,
     _scale_moves,
+    _without_row,
     cp_log_likelihood,
     ratio_pass,
     run_referenced_ladder,
@@ -104,18 +104,26 @@ def test_transpositions_are_summed_in_closed_form(R):
     assert value == pytest.approx(naive_log_q_sym(theta, alpha, beta, swaps), rel=1e-12)
 
 
-def test_one_row_changed_costs_one_row():
-    """The ridge moves' O(R) update of the transpositions' sum equals the whole sum."""
-    rng = np.random.default_rng(0)
-    R = 9
+@pytest.mark.parametrize("R, every_relabelling", [(9, False), (1, True), (3, True), (5, True)])
+def test_one_row_changed_costs_one_row(R, every_relabelling):
+    """The ridge moves' O(R) update of the relabelling sum equals the whole sum.
+
+    Over the identity and the transpositions (as at large ranks) and over every permutation.
+    """
+    rng = np.random.default_rng(R)
     C = rng.normal(scale=3.0, size=(R, R))
-    empty = np.zeros((0, R), dtype=np.int64)
-    rest = np.empty(3)
-    for r in (0, 4, R - 1):
-        _pairs_without(C, r, rest)
+    perms = (np.array(list(itertools.permutations(range(R))), dtype=np.int64) if every_relabelling
+             else np.zeros((0, R), dtype=np.int64))
+    terms = np.empty(len(perms))
+    rest = np.empty(max(R, 3))
+    for r in sorted({0, R // 2, R - 1}):
+        _without_row(C, r, perms, terms, rest)
         C[r] += rng.normal(size=R)  # only row r moves along its ridge
-        assert _row_lse(C, r, empty, np.empty(0), rest) == pytest.approx(_perm_lse(C, empty, np.empty(0)),
-                                                                         rel=1e-13)
+        assert _row_lse(C, r, perms, rest) == pytest.approx(_perm_lse(C, perms, terms), rel=1e-13)
+        if every_relabelling:
+            # The sum over every relabelling, by brute force.
+            brute = special.logsumexp([sum(C[q, p[q]] for q in range(R)) for p in perms])
+            assert _row_lse(C, r, perms, rest) == pytest.approx(brute, rel=1e-13)
 
 
 @njit

@@ -318,13 +318,40 @@ def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, 
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _pairs_without(C, r, rest):
-    """For the identity-and-transpositions sum: what does not involve row ``r`` of ``C``, into ``rest``.
+def _without_row(C, r, perms, terms, rest):
+    r"""What the relabelling sum over ``perms`` takes from the rows of ``C`` other than ``r``, into ``rest``.
 
-    ``rest = (trace of the other rows, shift, sum over the identity and the
-    transpositions of two other components of exp(change of the trace - shift))``.
+    Every permutation's term is ``C[r, j]`` (``j = pi(r)``) plus a sum over
+    the other rows, so the whole sum is
+    :math:`\log\sum_j \exp(C_{rj} + \log M_j)` with :math:`M_j` the sum over
+    the permutations sending ``r`` to ``j`` of the exponentiated other rows'
+    sums; ``rest[:R]`` holds :math:`\log M_j`. An empty ``perms`` (the
+    identity and the transpositions) fills ``rest[:3]`` with the trace of the
+    other rows, a shift and the sum over the identity and the transpositions
+    of two other components of exp(change of the trace - shift).
     """
     R = C.shape[0]
+    if perms.shape[0] > 0:
+        for j in range(R):
+            rest[j] = -np.inf
+        for p in range(perms.shape[0]):
+            s = 0.0
+            for q in range(R):
+                if q != r:
+                    s += C[q, perms[p, q]]
+            terms[p] = s
+            j = perms[p, r]
+            rest[j] = max(rest[j], s)
+        # Each j has (R - 1)! permutations: their sum, shifted by its largest term.
+        acc = np.zeros(R)
+        for p in range(perms.shape[0]):
+            j = perms[p, r]
+            if np.isfinite(rest[j]):
+                acc[j] += math.exp(terms[p] - rest[j])
+        for j in range(R):
+            if np.isfinite(rest[j]):
+                rest[j] += math.log(acc[j])
+        return
     trace = 0.0
     for s in range(R):
         if s != r:
@@ -345,12 +372,20 @@ def _pairs_without(C, r, rest):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _row_lse(C, r, perms, terms, rest):
-    """:func:`_perm_lse` when only row ``r`` of ``C`` has changed since :func:`_pairs_without` filled ``rest``:
-    :math:`O(R)` for the identity and transpositions (an empty ``perms``)."""
-    if perms.shape[0] > 0:
-        return _perm_lse(C, perms, terms)
+def _row_lse(C, r, perms, rest):
+    """:func:`_perm_lse` when only row ``r`` of ``C`` has changed since :func:`_without_row` filled ``rest``:
+    :math:`O(R)` for any ``perms``."""
     R = C.shape[0]
+    if perms.shape[0] > 0:
+        best = -np.inf
+        for j in range(R):
+            best = max(best, C[r, j] + rest[j])
+        if not np.isfinite(best):
+            return best
+        acc = 0.0
+        for j in range(R):
+            acc += math.exp(C[r, j] + rest[j] - best)
+        return best + math.log(acc)
     crr = C[r, r]
     best = rest[1]
     for b in range(R):
@@ -364,13 +399,13 @@ def _row_lse(C, r, perms, terms, rest):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms, rest):
+def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest):
     """Log target along component ``r``'s scale ridge, up to a constant, at shift ``u``."""
     eu = math.exp(u)
     emu = 1.0 / eu
     for s in range(C.shape[1]):
         C[r, s] = c_base[s] + a_diff[s] * u - b0[s] * (eu - 1.0) - bm[s] * (emu - 1.0)
-    lse = _row_lse(C, r, perms, terms, rest)
+    lse = _row_lse(C, r, perms, rest)
     return t * (-lam0 * (eu - 1.0) - lamm * (emu - 1.0)) + n_diff * u + (1.0 - t) * lse
 
 
@@ -389,8 +424,9 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     components, and the work array may hold a rejected proposal's rows. Per
     mode the pieces of ``C`` are products of ``R x n`` and ``n x R`` arrays
     (BLAS), and a move along a ridge rescales one row of each, so a sweep
-    costs :math:`O(D R^2)` once and each evaluation of the conditional
-    :math:`O(R)` (the identity and transpositions) or :math:`O(R\,R!)`. The
+    costs :math:`O(D R^2)` once, each ridge :math:`O(R\,R!)` (every
+    relabelling, :func:`_without_row`) or :math:`O(R^2)` (the identity and
+    transpositions) once, and each evaluation of the conditional :math:`O(R)`. The
     likelihood's gradient ``lik_grad`` (with respect to the factors) is
     carried along the ridges, where it scales by :math:`1/c` and :math:`c`.
     """
@@ -423,7 +459,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     b0 = np.empty(R)
     bm = np.empty(R)
     c_base = np.empty(R)
-    rest = np.empty(3)
+    rest = np.empty(max(R, 3))
     for r in range(R):
         for m in range(1, N):
             for s in range(R):
@@ -434,27 +470,26 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
             lam0 = lam_sum[0, r]
             lamm = lam_sum[m, r]
             n_diff = float(offsets[1] - (offsets[m + 1] - offsets[m]))
-            if perms.shape[0] == 0:
-                _pairs_without(C, r, rest)
-            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms, rest)
+            _without_row(C, r, perms, terms, rest)
+            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest)
             level = f0 + math.log(np.random.random())
             width = 1.0
             lo = -width * np.random.random()
             hi = lo + width
             for _ in range(30):
-                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms,
+                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms,
                                rest) <= level:
                     break
                 lo -= width
             for _ in range(30):
-                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms,
+                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms,
                                rest) <= level:
                     break
                 hi += width
             u = 0.0
             for _ in range(100):
                 u = lo + (hi - lo) * np.random.random()
-                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms,
+                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms,
                                rest) > level:
                     break
                 if u < 0.0:
@@ -465,7 +500,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
                 u = 0.0
             # Row r of C at the chosen point (the last evaluation may have been elsewhere), and the pieces
             # that move with it.
-            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, terms, rest)
+            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest)
             eu = math.exp(u)
             emu = 1.0 / eu
             for s in range(R):
