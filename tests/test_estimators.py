@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -163,6 +164,21 @@ def test_search_results_identical_for_any_n_jobs():
     # Each candidate equals a standalone fit with the same seed.
     alone = clone(est).set_params(n_components=2).fit(X).log_evidence_
     assert one["mean_test_score"][1] == alone
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_search_raises_the_candidates_warnings_in_the_caller(n_jobs):
+    """A candidate's warning reaches the caller, whatever process fitted it.
+
+    A worker's own warnings go to the worker's stderr, out of reach of the
+    caller's filters, of ``pytest.warns`` and of a notebook.
+    """
+    rng = np.random.default_rng(0)
+    X = rng.poisson(2 * rng.exponential(size=(12, 2)) @ rng.exponential(size=(2, 10)))
+    base = PoissonNMF(tol=1e-6, max_refinements=0, n_samples=60, n_burnin=20, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"Candidate \{'n_components': 2\}: Referenced TI at rank 2 .*"
+                                                r"max_refinements=0"):
+        EvidenceGridSearch(base, {"n_components": [1, 2]}, n_jobs=n_jobs).fit(X)
 
 
 def test_parallel_search_dispatches_costliest_first_and_keeps_grid_order(capsys):

@@ -48,9 +48,14 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
     Errors propagate, so that a :class:`joblib.Memory` cache of this function
     stores finished candidates only: a failed one is tried again on resume.
     The thread counts are left out of the cache key: results do not depend on them.
+    The fit's warnings are returned (``"warnings"``, category and message) for
+    the search to raise in the caller's process: a worker's warnings would
+    otherwise go to the worker's stderr, out of reach of the caller's filters
+    and of a notebook.
     """
     start = time.perf_counter()
-    with numba_threads(task_threads(n_threads, per_worker)):
+    with warnings.catch_warnings(record=True) as caught, numba_threads(task_threads(n_threads, per_worker)):
+        warnings.simplefilter("always")
         estimator.fit(X, y, **fit_params)
     fit_time = time.perf_counter() - start
     start = time.perf_counter()
@@ -69,6 +74,7 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
         score_time=time.perf_counter() - start,
         error="",
         estimator=estimator,
+        warnings=[(w.category, str(w.message)) for w in caught],
     )
 
 
@@ -147,7 +153,11 @@ class EvidenceGridSearch(BaseSearchCV):
     n_jobs : int, default=None
         Number of candidates fitted in parallel (joblib, through
         :mod:`sklearn.utils.parallel`). ``None`` means 1, ``-1`` all cores.
-        Results do not depend on it.
+        Results do not depend on it. The candidates' warnings (a
+        :class:`~sklearn.exceptions.ConvergenceWarning` when an error bar
+        stays above its ``tol``, for example) are raised in the caller's
+        process once the search ends, each prefixed by the candidate's
+        parameters, for any ``n_jobs``.
     refit : bool, default=True
         Keep the best candidate as ``best_estimator_`` (already fitted on all
         the data, so nothing is fitted again) and expose ``predict``,
@@ -355,6 +365,8 @@ class EvidenceGridSearch(BaseSearchCV):
             first.add_note(f"Every one of the {len(all_out)} candidates of EvidenceGridSearch failed.")
             raise first
         for params, res in zip(all_params, all_out):
+            for category, message in res.get("warnings", ()):
+                warnings.warn(f"Candidate {params}: {message}", category, stacklevel=2)
             if res["error"]:
                 warnings.warn(
                     f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
