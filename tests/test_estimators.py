@@ -176,9 +176,19 @@ def test_search_raises_the_candidates_warnings_in_the_caller(n_jobs):
     rng = np.random.default_rng(0)
     X = rng.poisson(2 * rng.exponential(size=(12, 2)) @ rng.exponential(size=(2, 10)))
     base = PoissonNMF(tol=1e-6, max_refinements=0, n_samples=60, n_burnin=20, random_state=0)
-    with pytest.warns(ConvergenceWarning, match=r"Candidate \{'n_components': 2\}: Referenced TI at rank 2 .*"
-                                                r"max_refinements=0"):
+    with pytest.warns(ConvergenceWarning, match=r"Referenced TI at rank 2 .*max_refinements=0"):
         EvidenceGridSearch(base, {"n_components": [1, 2]}, n_jobs=n_jobs).fit(X)
+
+
+def test_a_warning_category_that_needs_more_than_a_message_is_raised_as_a_user_warning():
+    from sklearn.exceptions import InconsistentVersionWarning
+
+    from skevidence.estimators.search import _warn_again
+
+    with pytest.warns(ConvergenceWarning, match="^stopped$"):
+        _warn_again(ConvergenceWarning, "stopped")
+    with pytest.warns(UserWarning, match="InconsistentVersionWarning: pickled by 1.0"):
+        _warn_again(InconsistentVersionWarning, "pickled by 1.0")
 
 
 def test_parallel_search_dispatches_costliest_first_and_keeps_grid_order(capsys):

@@ -78,6 +78,19 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
     )
 
 
+def _warn_again(category, message):
+    """Raise a candidate's warning in this process: its category and message, as the fit raised it.
+
+    A category that cannot be built from the message alone (keyword-only
+    fields) becomes a ``UserWarning`` that names it.
+    """
+    try:
+        warning = category(message)
+    except Exception:
+        warning = UserWarning(f"{category.__name__}: {message}")
+    warnings.warn(warning, stacklevel=3)
+
+
 def _fit_and_evaluate(fit, estimator, X, y, fit_params, error_score, n_threads, per_worker=None):
     """``fit`` (:func:`_fit_candidate`, possibly cached) with a failure recorded as ``error_score``."""
     start = time.perf_counter()
@@ -156,8 +169,7 @@ class EvidenceGridSearch(BaseSearchCV):
         Results do not depend on it. The candidates' warnings (a
         :class:`~sklearn.exceptions.ConvergenceWarning` when an error bar
         stays above its ``tol``, for example) are raised in the caller's
-        process once the search ends, each prefixed by the candidate's
-        parameters, for any ``n_jobs``.
+        process once the search ends, for any ``n_jobs``.
     refit : bool, default=True
         Keep the best candidate as ``best_estimator_`` (already fitted on all
         the data, so nothing is fitted again) and expose ``predict``,
@@ -366,7 +378,7 @@ class EvidenceGridSearch(BaseSearchCV):
             raise first
         for params, res in zip(all_params, all_out):
             for category, message in res.get("warnings", ()):
-                warnings.warn(f"Candidate {params}: {message}", category, stacklevel=2)
+                _warn_again(category, message)
             if res["error"]:
                 warnings.warn(
                     f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
