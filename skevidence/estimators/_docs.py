@@ -210,8 +210,9 @@ _PARTS = {
             ``reference="vb"``, a quarter of the model's first round: every
             rank runs one round (the screen), and the ranks still in the
             running are lengthened from it, doubling by doubling, to ``tol``
-            (with ``tol=None`` that round is all); 10000 for ``reference="prior"``, whose chains approach equilibrium
-            slowly as the temperature rises.
+            (with ``tol=None`` that round is all); 10000 for
+            ``reference="prior"``, whose chains approach equilibrium slowly as
+            the temperature rises.
         n_burnin : int or "auto", default="auto"
             Iterations discarded at the start of each temperature
             (``"auto"``: 50 for ``reference="vb"``, 4000 for ``reference="prior"``).

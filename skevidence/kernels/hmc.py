@@ -477,20 +477,17 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
             lo = -width * np.random.random()
             hi = lo + width
             for _ in range(30):
-                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms,
-                               rest) <= level:
+                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest) <= level:
                     break
                 lo -= width
             for _ in range(30):
-                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms,
-                               rest) <= level:
+                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest) <= level:
                     break
                 hi += width
             u = 0.0
             for _ in range(100):
                 u = lo + (hi - lo) * np.random.random()
-                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms,
-                               rest) > level:
+                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest) > level:
                     break
                 if u < 0.0:
                     lo = u
