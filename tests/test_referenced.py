@@ -63,6 +63,26 @@ def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
     np.testing.assert_allclose(grad2, grad, rtol=1e-12)
 
 
+@pytest.mark.parametrize("kappa", [0.0, 1.0, 2.5])
+def test_matrix_entries_pass_is_the_general_loop(kappa):
+    """A matrix's listed entries take their own loop; it is the N-mode loop's, here with a third mode of
+    size 1 whose factor is 1 (the products gain a factor 1, exactly)."""
+    rng = np.random.default_rng(4)
+    shape, R = (9, 7), 4
+    F, offsets = stacked_factors(rng, shape, R)
+    X = rng.poisson(1.0, size=shape) * (rng.random(shape) < 0.4) if kappa == 0.0 else rng.gamma(kappa, 1.0, shape)
+    data = _Data(sparse.coo_array(X), kappa)  # the entries listed (a Gamma likelihood's: every one)
+    F3 = np.vstack([F, np.ones((1, R))])
+    offsets3 = np.append(offsets, offsets[-1] + 1)
+    coords3 = np.hstack([data.coords, np.zeros((data.vals.size, 1), dtype=np.int64)])
+    for with_value in (True, False):
+        out, out3 = np.empty_like(F), np.empty_like(F3)
+        value = ratio_pass(False, data.X, data.coords, data.vals, F, offsets, out, with_value, kappa)
+        value3 = ratio_pass(False, data.X, coords3, data.vals, F3, offsets3, out3, with_value, kappa)
+        assert value == pytest.approx(value3, rel=1e-14)
+        np.testing.assert_allclose(out, out3[:-1], rtol=1e-14)
+
+
 def test_symmetric_log_q_matches_numpy():
     rng = np.random.default_rng(1)
     D, R = 7, 3
