@@ -29,10 +29,17 @@ class EvidenceResult:
     log_evidence : float
         The estimate of :math:`\log p(x)`.
     std_error : float
-        Its Monte-Carlo standard error. For STI this propagates the
-        autocorrelation-corrected variance of each temperature's mean through
-        the trapezoid weights; it does **not** cover the bias from the finite
-        ladder and the step size (Şimşekli et al. 2016, Theorem 1).
+        Its error bar, one standard error. What it covers depends on the
+        method: for referenced TI (``"rti"``, the factorisations' default) the
+        root sum of squares of the pieces in ``error_pieces``
+        (Monte-Carlo error, the chains' lag, the quadrature error and the
+        reference's mode search); for STI (``"sti"``: the papers' path from
+        the prior, and the continuous models' from their Gaussian reference)
+        the Monte-Carlo error only, the autocorrelation-corrected variance of
+        each temperature's mean through the trapezoid weights, which does
+        **not** cover the bias from the finite ladder and the step size
+        (Şimşekli et al. 2016, Theorem 1); for the other methods their
+        Monte-Carlo error (``"exact"``: 0).
     method : str
         ``"sti"``, ``"exact"``, ...
     temperatures : ndarray of shape (n_temperatures,)
