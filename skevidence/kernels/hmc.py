@@ -55,6 +55,14 @@ from .._config import FASTMATH
 __all__ = ["cp_log_likelihood", "fisher_pass", "ratio_pass", "run_referenced_ladder", "symmetric_log_q"]
 
 
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _entry(x, v, kappa, with_value):
+    """A listed entry's term of the pass's value (0 without ``with_value``) and its factor of the gradient."""
+    if kappa > 0.0:
+        return (-kappa * (math.log(v) + x / v) if with_value else 0.0), kappa * (x - v) / (v * v)
+    return (x * math.log(v) if with_value else 0.0), x / v
+
+
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=0.0):
     r"""Fill ``out`` with :math:`\partial_F \sum_e x_e \log V_e` and return :math:`\sum_e x_e \log V_e`.
@@ -111,15 +119,8 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
             v = 0.0
             for r in range(R):
                 v += F[a, r] * F[b, r]
-            x = vals[e]
-            if kappa > 0.0:
-                if with_value:
-                    total -= kappa * (math.log(v) + x / v)
-                w = kappa * (x - v) / (v * v)
-            else:
-                if with_value:
-                    total += x * math.log(v)
-                w = x / v
+            term, w = _entry(vals[e], v, kappa, with_value)
+            total += term
             for r in range(R):
                 out[a, r] += w * F[b, r]
             for r in range(R):
@@ -134,15 +135,8 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
                 p *= F[offsets[m] + coords[e, m], r]
             prods[r] = p
             v += p
-        x = vals[e]
-        if kappa > 0.0:
-            if with_value:
-                total -= kappa * (math.log(v) + x / v)
-            w = kappa * (x - v) / (v * v)
-        else:
-            if with_value:
-                total += x * math.log(v)
-            w = x / v
+        term, w = _entry(vals[e], v, kappa, with_value)
+        total += term
         for m in range(N):
             row = offsets[m] + coords[e, m]
             for r in range(R):
