@@ -126,14 +126,12 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
             for r in range(R):
                 out[b, r] += w * F[a, r]
         return total
-    prods = np.empty(R)
     for e in range(vals.shape[0]):
         v = 0.0
         for r in range(R):
             p = 1.0
             for m in range(N):
                 p *= F[offsets[m] + coords[e, m], r]
-            prods[r] = p
             v += p
         term, w = _entry(vals[e], v, kappa, with_value)
         total += term
