@@ -228,9 +228,10 @@ SCREEN_TOL_FACTOR = 8.0
 #: it), the rank selectors' (``SELECTOR_VB_CHAIN``). ``max_refinements`` bounds
 #: the refinement of a rank in each pass (each step doubles the work so far):
 #: on the bundled clip the chains at ranks of 8 and above do not reach ``tol``
-#: in minutes, and the command says so rather than run for an hour. It bounds the work the same
-#: on any machine, so the same seed gives the same numbers; ``max_time`` (no
-#: limit by default) would make them depend on the machine's speed.
+#: in minutes, and the command says so rather than run for an hour. It bounds
+#: the work the same on any machine, so the same seed gives the same numbers;
+#: ``max_time`` (no limit by default) would make them depend on the machine's
+#: speed.
 CLI_DEFAULTS = dict(
     ranks=(1, 2, 4, 8, 16, 32),
     scale=1e-3,

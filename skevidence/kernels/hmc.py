@@ -57,7 +57,7 @@ __all__ = ["cp_log_likelihood", "fisher_pass", "ratio_pass", "run_referenced_lad
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
 def _entry(x, v, kappa, with_value):
-    """A listed entry's term of the pass's value (0 without ``with_value``) and its factor of the gradient."""
+    """An entry's term of the pass's value (0 without ``with_value``) and its factor of the gradient."""
     if kappa > 0.0:
         return (-kappa * (math.log(v) + x / v) if with_value else 0.0), kappa * (x - v) / (v * v)
     return (x * math.log(v) if with_value else 0.0), x / v
@@ -92,16 +92,10 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
         for i in range(n):
             for j in range(m):
                 x = X[i, j]
-                if kappa > 0.0:
-                    v = V[i, j]
-                    if with_value:
-                        total -= kappa * (math.log(v) + x / v)
-                    Q[i, j] = kappa * (x - v) / (v * v)
-                elif x > 0.0:
-                    v = V[i, j]
-                    if with_value:
-                        total += x * math.log(v)
-                    Q[i, j] = x / v
+                # A Poisson zero adds nothing (and V may be 0 there); a Gamma entry always does.
+                if kappa > 0.0 or x > 0.0:
+                    term, Q[i, j] = _entry(x, V[i, j], kappa, with_value)
+                    total += term
                 else:
                     Q[i, j] = 0.0
         out[:I] = Q @ Ht
@@ -111,7 +105,7 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
     R = F.shape[1]
     if N == 2:
         # A matrix's entries: the general loop's products in its order (the same bits), without its
-        # loops over the modes (a third of the time of a pass on a 100 x 75 matrix of rank 3).
+        # loops over the modes (a pass on a 100 x 75 matrix of rank 3 takes a third of the time).
         I = offsets[1]
         for e in range(vals.shape[0]):
             a = coords[e, 0]
@@ -123,7 +117,6 @@ def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=
             total += term
             for r in range(R):
                 out[a, r] += w * F[b, r]
-            for r in range(R):
                 out[b, r] += w * F[a, r]
         return total
     for e in range(vals.shape[0]):
