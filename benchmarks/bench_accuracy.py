@@ -50,7 +50,7 @@ from scipy import sparse
 
 import skevidence
 from skevidence import BayesianNMFRankSelector, PARAFACRankSelector, PoissonNMF, PoissonPARAFAC
-from skevidence.evidence import smc_log_evidence
+from skevidence.cp import smc_log_evidence
 
 from _environment import git_state
 

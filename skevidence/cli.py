@@ -193,7 +193,7 @@ def _nmf_rank(args, out):
     from .audio import SpectrogramTransformer
     from .estimators import BayesianNMFRankSelector
     from .evidence import ERROR_PIECES
-    from .models import auto_prior_rate
+    from .cp import auto_prior_rate
 
     paths, waveforms, rate = _load(args.files)
     # The Gamma family models powers; Poisson reads magnitudes as counts.

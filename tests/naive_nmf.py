@@ -13,8 +13,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from skevidence._config import LANGEVIN_MAX_DRIFT, LOG_SGLD_MAX_DRIFT
-from skevidence.kernels import _rng
-from skevidence.kernels._rng import seed_streams
+from skevidence.cp.kernels import rng as _rng
+from skevidence.cp.kernels.rng import seed_streams
 from skevidence.samplers import StepSizeSchedule
 
 _MASK = (1 << 64) - 1
@@ -208,7 +208,7 @@ def naive_nmf_chain(X, W, H, *, temperature, n_samples, n_burnin, step_a, step_b
 
 
 def naive_prior_scores(X, n_components, n_draws, *, lam_w, lam_h, row_bounds, col_bounds, streams, kappa=0.0):
-    """NumPy twin of :func:`skevidence.kernels.nmf.score_nmf_prior`, on the same streams (``kappa``: as above)."""
+    """NumPy twin of :func:`skevidence.cp.kernels.nmf.score_nmf_prior`, on the same streams (``kappa``: as above)."""
     X = np.asarray(X, dtype=float)
     I, J = X.shape
     B = len(row_bounds) - 1

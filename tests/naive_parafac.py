@@ -13,7 +13,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from naive_nmf import PyXoshiro, _entry_constant, _entry_grad, _entry_loglik, _update
-from skevidence.kernels._rng import seed_streams
+from skevidence.cp.kernels.rng import seed_streams
 from skevidence.samplers import StepSizeSchedule
 
 
@@ -101,7 +101,7 @@ def naive_parafac_chain(X, factors, *, temperature, n_samples, n_burnin, step_a,
 
 
 def naive_prior_scores(X, n_components, n_draws, *, prior_rates, bounds, streams, kappa=0.0):
-    """NumPy twin of :func:`skevidence.kernels.parafac.score_parafac_prior`, on the same streams."""
+    """NumPy twin of :func:`skevidence.cp.kernels.parafac.score_parafac_prior`, on the same streams."""
     X = np.asarray(X, dtype=float)
     draws, parts = PyXoshiro(streams[1]), PyXoshiro(streams[0])
     nb = len(bounds[0]) - 1

@@ -20,8 +20,8 @@ from scipy import integrate, sparse, special, stats
 
 from poisson_nmf_exact import rank1_log_evidence
 from skevidence.evidence import EvidenceResult
-from skevidence.evidence.chib import _discriminating_order, _relabel, chib_log_evidence_nmf
-from skevidence.kernels.gibbs import (
+from skevidence.cp.chib import _discriminating_order, _relabel, chib_log_evidence_nmf
+from skevidence.cp.kernels.gibbs import (
     CATEGORICAL_MAX_COUNT,
     _rescale_pair,
     gibbs_sweeps,

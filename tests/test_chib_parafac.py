@@ -22,8 +22,8 @@ from scipy import sparse, special, stats
 from poisson_parafac_exact import rank1_log_evidence
 from skevidence.estimators.poisson_parafac import PoissonPARAFAC
 from skevidence.evidence import EvidenceResult
-from skevidence.evidence.chib import chib_log_evidence_parafac
-from skevidence.kernels.gibbs import (
+from skevidence.cp.chib import chib_log_evidence_parafac
+from skevidence.cp.kernels.gibbs import (
     CATEGORICAL_MAX_COUNT,
     _rescale_three,
     gibbs_sweeps,

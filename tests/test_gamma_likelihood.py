@@ -14,9 +14,10 @@ from scipy.special import gammaln, logsumexp
 from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from skevidence import BayesianNMFRankSelector, PoissonNMF
 from skevidence.datasets import make_harmonic_melody
-from skevidence.evidence.referenced import _Data, laplace_reference, referenced_ti_log_evidence
-from skevidence.kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass
-from skevidence.models import GammaLikelihood, auto_prior_rate
+from skevidence.cp.reference import _Data, laplace_reference
+from skevidence.cp.rti import referenced_ti_log_evidence
+from skevidence.cp.kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass
+from skevidence.cp.model import GammaLikelihood, auto_prior_rate
 
 # ----------------------------------------------------------------------------- NumPy twins
 
@@ -101,7 +102,7 @@ CHAIN_SAMPLERS = [("sgld", 1e-3), ("psgld", 1e-5), ("logsgld", 0.05)]
 @pytest.mark.parametrize(("I", "J", "R", "B"), [(7, 5, 2, 1), (10, 8, 3, 2), (9, 12, 4, 4)])
 def test_nmf_chain_kernel_matches_twin(I, J, R, B, sampler, step_a, kappa):
     from naive_nmf import naive_nmf_chain
-    from skevidence.kernels.nmf import NMFData, run_nmf_chain
+    from skevidence.cp.kernels.nmf import NMFData, run_nmf_chain
 
     X, W0, H0 = _gamma_matrix(I, J, R, kappa, seed=I + R)
     settings = dict(temperature=0.7, n_samples=20, n_burnin=5, step_a=step_a, step_b=0.51, sampler=sampler,
@@ -122,7 +123,7 @@ def test_nmf_chain_kernel_matches_twin(I, J, R, B, sampler, step_a, kappa):
 @pytest.mark.parametrize(("sampler", "step_a"), [("sgld", 3e-4), ("logsgld", 0.05)])
 def test_parafac_chain_kernel_matches_twin(sampler, step_a, kappa):
     from naive_parafac import naive_parafac_chain
-    from skevidence.kernels.parafac import PARAFACData, run_parafac_chain
+    from skevidence.cp.kernels.parafac import PARAFACData, run_parafac_chain
 
     rng = np.random.default_rng(8)
     shape, R = (7, 6, 5), 3
@@ -144,8 +145,8 @@ def test_parafac_chain_kernel_matches_twin(sampler, step_a, kappa):
 @pytest.mark.parametrize("kappa", [1.0, 2.5])
 def test_prior_scoring_matches_twin(kappa):
     from naive_nmf import naive_prior_scores
-    from skevidence.kernels import _rng
-    from skevidence.kernels.nmf import NMFData, score_nmf_prior
+    from skevidence.cp.kernels import rng as _rng
+    from skevidence.cp.kernels.nmf import NMFData, score_nmf_prior
 
     X, _, _ = _gamma_matrix(9, 12, 3, kappa, seed=2)
     data = NMFData.from_array(X, 3, kappa=kappa)
@@ -163,7 +164,7 @@ def test_prior_scoring_matches_twin(kappa):
 
 
 def test_block_data_of_the_gamma_likelihood():
-    from skevidence.kernels.nmf import NMFData
+    from skevidence.cp.kernels.nmf import NMFData
 
     X, _, _ = _gamma_matrix(6, 5, 2, 1.0, seed=3)
     X[0, 0] = 0.0  # a zero is an observation of the exponential likelihood

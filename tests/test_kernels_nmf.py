@@ -11,14 +11,9 @@ from scipy.special import gammaln
 from naive_nmf import PyXoshiro, naive_nmf_chain, naive_prior_scores
 from skevidence._config import MAX_CAPPED_FRACTION
 from skevidence.exceptions import SamplerDivergenceError
-from skevidence.kernels import (
-    NMFData,
-    _rng,
-    block_bounds,
-    compile_nmf_kernels,
-    group_by_blocks,
-    run_nmf_chain,
-)
+from skevidence.cp.data import NMFData, block_bounds, group_by_blocks
+from skevidence.cp.kernels import rng as _rng
+from skevidence.cp.kernels.nmf import compile_nmf_kernels, run_nmf_chain
 
 # (I, J, R, B): B = 1, even and uneven groups, B = min(I, J).
 SHAPES = [(7, 5, 2, 1), (10, 8, 3, 2), (13, 11, 2, 3), (9, 12, 4, 4), (6, 5, 1, 5)]
@@ -173,7 +168,7 @@ def test_dense_and_sparse_kernels_agree():
 @pytest.mark.parametrize("sampler, step_a", [("psgld", 1e-6), ("logsgld", 0.05)])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_results_do_not_depend_on_thread_count(sparse, sampler, step_a, monkeypatch):
-    import skevidence.kernels.cp as kernels
+    import skevidence.cp.kernels.sgmcmc as kernels
 
     # Small parts normally run serially; force the parallel kernel for 2 threads.
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)
@@ -385,7 +380,7 @@ def test_state_is_updated_in_place_and_chains_warm_start():
 @pytest.mark.parametrize("I, J, R, B", SHAPES)
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_prior_scoring_matches_twin(I, J, R, B, sparse):
-    from skevidence.kernels.nmf import score_nmf_prior
+    from skevidence.cp.kernels.nmf import score_nmf_prior
 
     X, _, _ = _problem(I, J, R, seed=I + J)
     data = NMFData.from_array(sp.csr_array(X) if sparse else X, B)

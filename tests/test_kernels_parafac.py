@@ -10,9 +10,9 @@ from scipy.special import gammaln
 from naive_parafac import naive_parafac_chain, naive_prior_scores
 from skevidence._config import MAX_CAPPED_FRACTION
 from skevidence.exceptions import SamplerDivergenceError
-from skevidence.kernels import _rng
-from skevidence.kernels.blocks import group_tensor_by_blocks
-from skevidence.kernels.parafac import (
+from skevidence.cp.kernels import rng as _rng
+from skevidence.cp.data import group_tensor_by_blocks
+from skevidence.cp.kernels.parafac import (
     PARAFACData,
     compile_parafac_kernels,
     run_parafac_chain,
@@ -109,7 +109,7 @@ def test_dense_and_sparse_kernels_agree(temperature):
 @pytest.mark.parametrize("sampler, step_a", [("psgld", 1e-7), ("logsgld", 0.05)])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_results_do_not_depend_on_thread_count(sparse, sampler, step_a, monkeypatch):
-    import skevidence.kernels.cp as kernels
+    import skevidence.cp.kernels.sgmcmc as kernels
 
     # Small parts normally run serially; force the parallel kernel for 2 threads.
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from skevidence import BayesianNMFRankSelector, PoissonNMF, SamplerDivergenceError, sti_log_evidence
-from skevidence.models import PoissonNMFModel
+from skevidence.cp.model import PoissonNMFModel
 
 FAST = dict(temperatures=4, n_samples=300, n_burnin=100, reference="prior")
 
@@ -54,7 +54,7 @@ def test_dense_and_sparse_input_give_the_same_evidence():
 
 
 def test_same_seed_same_result_for_any_thread_count(monkeypatch):
-    import skevidence.kernels.cp as kernels
+    import skevidence.cp.kernels.sgmcmc as kernels
 
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)  # run the parallel kernel at 2 threads
     X = _nmf_data(3)

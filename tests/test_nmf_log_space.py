@@ -5,7 +5,8 @@ import pytest
 
 from poisson_nmf_exact import rank1_log_evidence
 from skevidence import BayesianNMFRankSelector, PoissonNMF, sti_log_evidence
-from skevidence.models import GaussianAdditive, PoissonNMFModel
+from skevidence.models import GaussianAdditive
+from skevidence.cp.model import PoissonNMFModel
 
 
 def _rank1_data(seed):

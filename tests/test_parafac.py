@@ -14,7 +14,7 @@ from poisson_parafac_exact import rank1_log_evidence
 from skevidence.estimators.poisson_parafac import PoissonPARAFAC
 from skevidence.evidence.sti import sti_log_evidence
 from skevidence.exceptions import SamplerDivergenceError
-from skevidence.models.poisson_parafac import PoissonPARAFACModel
+from skevidence.cp.model import PoissonPARAFACModel
 
 FAST = dict(temperatures=4, n_samples=300, n_burnin=100, reference="prior")
 
@@ -144,7 +144,7 @@ def test_two_d_input_is_a_tensor_with_one_slice():
 
 
 def test_same_seed_same_result_for_any_thread_count(monkeypatch):
-    import skevidence.kernels.cp as kernels
+    import skevidence.cp.kernels.sgmcmc as kernels
 
     monkeypatch.setattr(kernels, "PARALLEL_MIN_PART", 0)  # run the parallel kernel at 2 threads
     X = _tensor(5)

@@ -14,14 +14,10 @@ from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from poisson_nmf_exact import rank1_log_evidence
 from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import BayesianNMFRankSelector, PoissonNMF, PoissonPARAFAC
-from skevidence.evidence.referenced import (
-    _Data,
-    referenced_ti_log_evidence,
-    rti_temperatures,
-    simpson_weights,
-    variational_reference,
-)
-from skevidence.kernels.hmc import (
+from skevidence.cp.reference import _Data, variational_reference
+from skevidence.cp.rti import referenced_ti_log_evidence
+from skevidence.evidence._ladder import rti_temperatures, simpson_weights
+from skevidence.cp.kernels.hmc import (
     _perm_lse,
     _row_lse,
     _scale_moves,
@@ -419,7 +415,7 @@ def test_sparse_and_dense_agree():
 
 @pytest.mark.slow
 def test_rank2_matches_smc():
-    from skevidence.evidence.smc import smc_log_evidence
+    from skevidence.cp.smc import smc_log_evidence
 
     rng = np.random.default_rng(3)
     X = rng.poisson(rng.exponential(size=(20, 2)) @ rng.exponential(size=(2, 15)))
@@ -544,7 +540,7 @@ def test_mode_search_error_is_the_average_over_every_split():
     """The closed form against enumerating every split of the starts into two halves (1 to 10 starts)."""
     from itertools import combinations
 
-    from skevidence.evidence.referenced import mode_search_error
+    from skevidence.cp.reference import mode_search_error
 
     rng = np.random.default_rng(0)
     for n in range(1, 11):
@@ -563,8 +559,8 @@ def test_mode_search_error_is_the_average_over_every_split():
 
 def test_reference_search_doubles_while_its_halves_disagree(monkeypatch):
     """Two halves of the starts are two searches: their best bounds' difference is the mode error."""
-    from skevidence.evidence import referenced
-    from skevidence.evidence.referenced import _Data, mode_search_error
+    from skevidence.cp import reference as referenced
+    from skevidence.cp.reference import _Data, mode_search_error
 
     data = _Data(np.ones((3, 2)))
 
@@ -575,7 +571,7 @@ def test_reference_search_doubles_while_its_halves_disagree(monkeypatch):
         return fit
 
     def _search_reference(*args):
-        return referenced._search_reference(*args[:-1], np.random.RandomState(0))
+        return referenced.search_reference(*args[:-1], np.random.RandomState(0))
 
     # Every start at one mode: no doubling, no mode error.
     out = _search_reference(scripted([5.0] * 8), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
@@ -608,7 +604,7 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
     """The starts are drawn in order before the fits, and each fit runs with one BLAS thread."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from skevidence.evidence import referenced
+    from skevidence.cp import reference as referenced
 
     rng = np.random.default_rng(3)
     X = rng.exponential(rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
@@ -617,11 +613,11 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
     runs = []
     for n_jobs in (1, 2, 3):
         state = np.random.RandomState(7)
-        fits = referenced._fit_starts(referenced._laplace_fit, data, 2, rates, state, 5, n_jobs)
+        fits = referenced._fit_starts(referenced.laplace_fit, data, 2, rates, state, 5, n_jobs)
         runs.append((fits, state.randint(2**31 - 1)))
     # One by one, as a loop drawing each start just before its fit would.
     state = np.random.RandomState(7)
-    one_by_one = [referenced._laplace_fit(data, 2, rates, referenced._random_start(data, 2, state, 1e-300))
+    one_by_one = [referenced.laplace_fit(data, 2, rates, referenced._random_start(data, 2, state, 1e-300))
                   for _ in range(5)]
     for fits, after in runs:
         assert after == runs[0][1]

@@ -7,9 +7,9 @@ from scipy import sparse, special, stats
 from poisson_nmf_exact import rank1_log_evidence
 from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import PoissonNMF, PoissonPARAFAC
-from skevidence.evidence._counts import count_entries
-from skevidence.evidence.smc import combine_runs, smc_log_evidence
-from skevidence.kernels.smc import (
+from skevidence.cp.data import count_entries
+from skevidence.cp.smc import combine_runs, smc_log_evidence
+from skevidence.cp.kernels.smc import (
     log_ess,
     log_intensity_block,
     move_particles,

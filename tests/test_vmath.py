@@ -3,7 +3,7 @@
 import numpy as np
 from numpy.testing import assert_array_equal
 
-from skevidence.kernels._vmath import EXP_MAX, EXP_MIN, exp_inplace
+from skevidence.cp.kernels._vmath import EXP_MAX, EXP_MIN, exp_inplace
 
 
 def _exp(x):

@@ -136,7 +136,7 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         return self._model(X, n_blocks)
 
     def _smc_log_evidence(self, model, X):
-        from ..evidence.smc import _MAX_REFERENCED_RANK, smc_log_evidence
+        from ..cp.smc import _MAX_REFERENCED_RANK, smc_log_evidence
 
         # The referenced path sums its weights over all R! labellings; beyond its ranks the prior's path
         # is the exact one left (result_.diagnostics["reference"] says which ran).
@@ -162,7 +162,7 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
             )
 
     def _referenced_log_evidence(self, model, X):
-        from ..evidence.referenced import referenced_ti_log_evidence
+        from ..cp.rti import referenced_ti_log_evidence
 
         likelihood, likelihood_shape = self._likelihood()
         chain = self._chain_settings()

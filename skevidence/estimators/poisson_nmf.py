@@ -10,8 +10,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._config import STI_DEFAULTS
-from ..models._factorisation import auto_prior_rate, make_likelihood
-from ..models.poisson_nmf import PoissonNMFModel, check_count_matrix
+from ..cp.model import auto_prior_rate, make_likelihood
+from ..cp.model import PoissonNMFModel, check_count_matrix
 from ._docs import fill_doc
 from ._factorisation import (
     CP_PARAMETER_CONSTRAINTS,
@@ -216,7 +216,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
                                likelihood=make_likelihood(self.likelihood, self.likelihood_shape))
 
     def _chib_log_evidence(self, model, X):
-        from ..evidence.chib import chib_log_evidence_nmf
+        from ..cp.chib import chib_log_evidence_nmf
 
         return chib_log_evidence_nmf(
             X, model.n_components, prior_rate_w=model.prior_rate_w, prior_rate_h=model.prior_rate_h,

@@ -8,7 +8,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from ..models.poisson_parafac import PoissonPARAFACModel, check_count_tensor, check_prior_rates
+from ..cp.model import PoissonPARAFACModel, check_count_tensor, check_prior_rates
 from ._docs import fill_doc
 from ._factorisation import (
     CP_PARAMETER_CONSTRAINTS,
@@ -176,7 +176,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         return PoissonPARAFACModel(self.rank, check_prior_rates(self.prior_rate), n_blocks)
 
     def _chib_log_evidence(self, model, X):
-        from ..evidence.chib import chib_log_evidence_parafac
+        from ..cp.chib import chib_log_evidence_parafac
 
         return chib_log_evidence_parafac(X, model.n_components, prior_rates=model.prior_rates, **self._chib_params())
 

@@ -6,11 +6,8 @@ from ._result import ERROR_PIECES, EvidenceResult
 from ._runner import GradientChainRunner, Minibatches
 from ._stderr import batch_means_variance, integrated_autocorr_time
 from .ais import ais_log_evidence
-from .chib import chib_log_evidence_nmf, chib_log_evidence_parafac
 from .exact import exact_log_evidence
-from .referenced import laplace_reference, mode_search_error, referenced_ti_log_evidence, variational_reference
 from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
-from .smc import smc_log_evidence
 from .sti import sti_log_evidence
 
 __all__ = [
@@ -22,18 +19,11 @@ __all__ = [
     "SGAISState",
     "ais_log_evidence",
     "batch_means_variance",
-    "chib_log_evidence_nmf",
-    "chib_log_evidence_parafac",
     "exact_log_evidence",
     "integrated_autocorr_time",
     "sgais_advance",
     "sgais_init",
     "sgais_log_evidence",
-    "laplace_reference",
-    "mode_search_error",
-    "referenced_ti_log_evidence",
-    "smc_log_evidence",
-    "variational_reference",
     "sti_log_evidence",
     "temperature_ladder",
     "trapezoid_weights",

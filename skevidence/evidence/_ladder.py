@@ -6,7 +6,7 @@ import numpy as np
 
 from .._config import DEFAULT_LADDER_POWER, LADDER_ATOL
 
-__all__ = ["temperature_ladder", "check_ladder", "trapezoid_weights"]
+__all__ = ["check_ladder", "rti_temperatures", "simpson_weights", "temperature_ladder", "trapezoid_weights"]
 
 LADDER_KINDS = ("power", "uniform")
 
@@ -68,3 +68,22 @@ def trapezoid_weights(temperatures):
     w[:-1] += dt / 2.0
     w[1:] += dt / 2.0
     return w
+
+
+def rti_temperatures(n_temperatures, power=5.0):
+    r"""The ladder :math:`t_k = 1 - (1 - k/K)^{c}` and :math:`dt/dk` at its points."""
+    k = np.arange(n_temperatures + 1, dtype=np.float64) / n_temperatures
+    t = 1.0 - (1.0 - k) ** power
+    dt = power * (1.0 - k) ** (power - 1.0) / n_temperatures
+    t[0], t[-1] = 0.0, 1.0
+    return t, dt
+
+
+def simpson_weights(n_intervals):
+    """Composite Simpson weights on ``n_intervals + 1`` unit-spaced points (``n_intervals`` even)."""
+    if n_intervals % 2:
+        raise ValueError(f"Simpson's rule needs an even number of intervals, got {n_intervals}.")
+    w = np.ones(n_intervals + 1)
+    w[1:-1:2] = 4.0
+    w[2:-1:2] = 2.0
+    return w / 3.0

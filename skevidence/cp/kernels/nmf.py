@@ -17,9 +17,9 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from .._config import MAX_CAPPED_FRACTION, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
-from .blocks import NMFData, block_bounds, group_by_blocks
-from .cp import _check_data, compile_cp_kernels, run_cp_chain, score_cp_prior
+from ..._config import MAX_CAPPED_FRACTION, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
+from ..data import NMFData, block_bounds, group_by_blocks
+from .sgmcmc import _check_data, compile_cp_kernels, run_cp_chain, score_cp_prior
 
 __all__ = [
     "NMFChainResult",

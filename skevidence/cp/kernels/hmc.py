@@ -50,7 +50,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._config import FASTMATH
+from ..._config import FASTMATH
 
 __all__ = ["cp_log_likelihood", "fisher_pass", "ratio_pass", "run_referenced_ladder", "symmetric_log_q"]
 

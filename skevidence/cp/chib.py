@@ -22,11 +22,11 @@ from scipy import optimize, special
 from .._progress import progress
 from .._random import seed_sequence
 from .._validation import check_int, check_positive_real
-from ..kernels.gibbs import gibbs_sweeps, relabel_to
-from ..models.poisson_parafac import check_count_tensor, check_prior_rates
-from ._counts import count_entries
-from ._result import EvidenceResult
-from ._stderr import batch_means_variance
+from .kernels.gibbs import gibbs_sweeps, relabel_to
+from .model import check_count_tensor, check_prior_rates
+from .data import count_entries
+from ..evidence._result import EvidenceResult
+from ..evidence._stderr import batch_means_variance
 
 __all__ = ["chib_log_evidence_nmf", "chib_log_evidence_parafac"]
 

@@ -16,9 +16,9 @@ import types
 import numpy as np
 from numba import njit
 
-from .._config import FASTMATH, LANGEVIN_MAX_DRIFT, LOG_SGLD_MAX_DRIFT
-from ..exceptions import SamplerDivergenceError
-from ._rng import fill_standard_normal, next_double
+from ..._config import FASTMATH, LANGEVIN_MAX_DRIFT, LOG_SGLD_MAX_DRIFT
+from ...exceptions import SamplerDivergenceError
+from .rng import fill_standard_normal, next_double
 from ._vmath import exp_inplace
 
 #: Kernel status codes.

@@ -13,8 +13,8 @@ blocks, parts and streams are described in :mod:`skevidence.kernels.cp`.
 import numpy as np
 import scipy.sparse as sp
 
-from .blocks import PARAFACData, group_tensor_by_blocks
-from .cp import CPChainResult, _check_data, compile_cp_kernels, run_cp_chain, score_cp_prior
+from ..data import PARAFACData, group_tensor_by_blocks
+from .sgmcmc import CPChainResult, _check_data, compile_cp_kernels, run_cp_chain, score_cp_prior
 
 __all__ = [
     "PARAFACChainResult",

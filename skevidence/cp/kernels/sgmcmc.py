@@ -58,7 +58,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .._config import FASTMATH, MAX_CAPPED_FRACTION, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
+from ..._config import FASTMATH, MAX_CAPPED_FRACTION, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA, STEP_DECAY
 from ._langevin import (
     _OK,
     _check_chain_outcome,
@@ -73,9 +73,9 @@ from ._langevin import (
     _step_size,
     _update_rows,
 )
-from ._likelihood import entry_grad, entry_loglik, nonzero_grad, nonzero_loglik
-from ._rng import seed_streams, uniform_index
-from .blocks import BlockData
+from ..likelihood import entry_grad, entry_loglik, nonzero_grad, nonzero_loglik
+from .rng import seed_streams, uniform_index
+from ..data import BlockData
 
 __all__ = ["CPChainResult", "compile_cp_kernels", "run_cp_chain", "score_cp_prior"]
 

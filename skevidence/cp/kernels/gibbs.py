@@ -46,7 +46,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._config import FASTMATH
+from ..._config import FASTMATH
 
 __all__ = [
     "CATEGORICAL_MAX_COUNT",

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .._config import FASTMATH
+from ..._config import FASTMATH
 from .gibbs import SCALE_STEP, _conditional_rate, _mode_sums, _rescale_pair, sample_mode, sample_sources
 
 __all__ = [

@@ -79,7 +79,7 @@ from .._progress import progress
 from .._random import seed_sequence
 from .._threads import numba_threads
 from .._validation import check_int
-from ..kernels.smc import (
+from .kernels.smc import (
     log_ess,
     log_intensity_block,
     move_particles,
@@ -88,8 +88,8 @@ from ..kernels.smc import (
     reference_weights,
     total_intensity,
 )
-from ._counts import count_entries
-from ._result import EvidenceResult
+from .data import count_entries
+from ..evidence._result import EvidenceResult
 
 __all__ = ["combine_runs", "smc_log_evidence"]
 
@@ -415,7 +415,7 @@ def smc_log_evidence(
     batch_seqs = iter(batch_seqs)
     q = None
     if reference == "vb":
-        from .referenced import variational_reference
+        from .reference import variational_reference
 
         # The fit reads the non-zeros, dense or sparse alike, so that both give the same numbers.
         entries = X if n_modes > 2 else sparse.coo_array((counts.astype(np.float64), tuple(idx.T)), shape=shape)
