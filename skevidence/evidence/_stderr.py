@@ -1,10 +1,11 @@
-"""Monte-Carlo error of a mean of autocorrelated samples."""
+"""Monte-Carlo error: of a mean of autocorrelated samples, and the effective size of a weighted sample."""
 
 import numpy as np
+from scipy.special import logsumexp
 
 from .._config import AUTOCORR_WINDOW, MIN_BATCHES
 
-__all__ = ["batch_means_variance", "integrated_autocorr_time"]
+__all__ = ["batch_means_variance", "effective_sample_size", "integrated_autocorr_time"]
 
 
 def integrated_autocorr_time(x):
@@ -80,3 +81,9 @@ def batch_means_variance(x):
     var_batch = means.var(ddof=1) / n_batches
     var_mean = max(var_batch, integrated_autocorr_time(x) * var_x / n, var_x / n)
     return float(var_mean), float(n * var_mean / var_x)
+
+
+def effective_sample_size(log_weights):
+    r"""Kish's effective sample size :math:`(\sum w)^2 / \sum w^2` of (unnormalised) log-weights."""
+    log_w = np.asarray(log_weights, dtype=np.float64)
+    return float(np.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w)))

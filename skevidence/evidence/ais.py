@@ -20,6 +20,7 @@ from .._random import seed_sequence
 from .._validation import check_int
 from ._ladder import LADDER_KINDS, check_ladder, temperature_ladder
 from ._result import EvidenceResult
+from ._stderr import effective_sample_size
 from .sti import prepare_finite_data
 
 __all__ = [
@@ -39,12 +40,6 @@ _MIN_ESS_FRACTION = 0.1
 
 def _normalise(log_w):
     return log_w - logsumexp(log_w)
-
-
-def effective_sample_size(log_weights):
-    r"""Kish's effective sample size :math:`(\sum w)^2 / \sum w^2` of log-weights."""
-    log_w = _normalise(np.asarray(log_weights, dtype=np.float64))
-    return float(np.exp(-logsumexp(2.0 * log_w)))
 
 
 def log_mean_weight_variance(log_weights):
