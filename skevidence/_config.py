@@ -6,21 +6,16 @@ one line and two defaults that differ stand side by side with the reason.
 """
 
 __all__ = [
-    "AUTO_CHAIN",
-    "CHIB_DEFAULTS",
     "CLI_DEFAULTS",
-    "CP_SAMPLER",
     "DECISION_Z",
     "DEFAULT_BLOCKS",
     "RTI_DEFAULTS",
     "SCREEN_TOL_FACTOR",
-    "SELECTOR_DEFAULTS",
-    "SELECTOR_VB_CHAIN",
+    "SELECTOR_SCREEN",
     "SGAIS_BATCH_SIZE",
     "SGAIS_DEFAULTS",
     "SGAIS_LEARNING_RATE",
     "SGAIS_MOMENTUM_DECAY",
-    "SMC_DEFAULTS",
     "STI_BATCH_SIZE",
     "STI_DEFAULTS",
     "STI_FUNCTION_DEFAULTS",
@@ -167,49 +162,19 @@ RTI_DEFAULTS = dict(
     n_burnin=200,
     n_keep=400,
     n_leapfrog=10,
-    n_vb_starts=8,
-    max_vb_starts=64,
-    tol=DEFAULT_TOL,
+    n_starts=8,
+    max_starts=64,
     max_time=None,
     max_refinements=8,
 )
 
-#: Default number of groups of every mode (Şimşekli et al. 2016 use 5 x 5 on a 100 x 75 matrix).
+#: Default number of groups of every mode of the block-parallel SG-MCMC chains (Şimşekli et al. 2016 use
+#: 5 x 5 on a 100 x 75 matrix).
 DEFAULT_BLOCKS = 5
 
-#: Default settings of Chib's method (those of Şimşekli et al. 2016).
-CHIB_DEFAULTS = dict(n_gibbs=9000, n_gibbs_burnin=7000, n_reduced=5000)
-
-#: Default settings of the count-arrival SMC (``method="smc"``).
-SMC_DEFAULTS = dict(n_particles="auto", n_smc_runs=8)
-
-#: The CP estimators' ``temperatures``, ``n_samples`` and ``n_burnin`` default
-#: to "auto": the settings of the path that ``reference`` chooses.
-AUTO_CHAIN = dict(
-    vb=dict(temperatures=RTI_DEFAULTS["n_temperatures"], n_samples=RTI_DEFAULTS["n_burnin"] + RTI_DEFAULTS["n_keep"],
-            n_burnin=RTI_DEFAULTS["n_burnin"]),
-    prior={name: STI_DEFAULTS[name] for name in ("temperatures", "n_samples", "n_burnin")},
-)
-
-#: The SG-MCMC rule of the CP models' prior path (``reference="prior"``): SGLD
-#: on the logs of the factors with a fixed data-given preconditioner, the rule
-#: whose evidences agree with the rank-1 closed forms. The papers' pSGLD falls
-#: 8-60 nats below them (its frozen preconditioner leaves factors that sat near
-#: zero in burn-in nearly still); it stays available as ``sampler="psgld"``.
-CP_SAMPLER = "logsgld"
-
-#: Where the rank selectors' defaults differ from their models' for ``reference="prior"``:
-#: log-space SGLD is the sampler whose evidences agree with the closed form and with
-#: Chib's method, and the chains are longer (they approach equilibrium slowly as the
-#: temperature rises).
-SELECTOR_DEFAULTS = dict(sampler=CP_SAMPLER, n_samples=10000, n_burnin=4000)
-
-#: The rank selectors' first round for ``reference="vb"``: a quarter of the
-#: models' (``AUTO_CHAIN["vb"]``). Every rank runs it once (the screen), and a
-#: rank far below the best needs no more; the ranks still in the running are
-#: lengthened from it, doubling by doubling, to the tolerance, which costs
-#: about what a run of the final length costs from any first round.
-SELECTOR_VB_CHAIN = dict(n_samples=150, n_burnin=50)
+#: The rank selectors' first round of referenced TI, a quarter of a model's (``RTI_DEFAULTS``): every rank
+#: runs it once (the screen), and a rank far below the best needs no more.
+SELECTOR_SCREEN = dict(n_burnin=50, n_keep=100)
 
 #: A rank whose log-evidence is below the best's by more than this many combined
 #: error bars is out of the running: it is not refined further, and the choice is
@@ -221,22 +186,11 @@ DECISION_Z = 3.0
 #: this multiple of ``tol``, and the tolerance halved pass by pass down to ``tol``.
 SCREEN_TOL_FACTOR = 8.0
 
-#: Defaults of ``skevidence nmf-rank``. ``scale`` multiplies the 16-bit sample
-#: units (the Poisson likelihood reads magnitudes as counts at that scale).
-#: ``prior_chain`` is the chain of ``--reference prior`` (the papers' path).
-#: ``vb_chain`` is the first round of ``--reference vb`` (``--tol`` lengthens
-#: it), the rank selectors' (``SELECTOR_VB_CHAIN``). ``max_refinements`` bounds
-#: the refinement of a rank in each pass (each step doubles the work so far):
-#: on the bundled clip the chains at ranks of 8 and above do not reach ``tol``
-#: in minutes, and the command says so rather than run for an hour. It bounds
-#: the work the same on any machine, so the same seed gives the same numbers;
-#: ``max_time`` (no limit by default) would make them depend on the machine's
-#: speed.
+#: Defaults of ``skevidence nmf-rank``. ``scale`` multiplies the 16-bit sample units (the Poisson likelihood
+#: reads magnitudes as counts at that scale). ``max_refinements`` bounds the refinement of a rank in each pass
+#: (each step doubles the work so far): the same bound on any machine, so the same seed gives the same numbers.
 CLI_DEFAULTS = dict(
     ranks=(1, 2, 4, 8, 16, 32),
     scale=1e-3,
-    prior_chain=dict(temperatures=10, n_samples=2000, n_burnin=1000),
-    vb_chain=dict(temperatures=RTI_DEFAULTS["n_temperatures"], **SELECTOR_VB_CHAIN),
     max_refinements=3,
-    max_time=None,
 )

@@ -21,16 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ._config import CLI_DEFAULTS, DEFAULT_TOL
+from ._config import CLI_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_SCREEN, STI_DEFAULTS
 
 __all__ = ["main"]
 
 #: Defaults of ``nmf-rank`` (``skevidence._config.CLI_DEFAULTS``).
 DEFAULT_RANKS = CLI_DEFAULTS["ranks"]
 DEFAULT_SCALE = CLI_DEFAULTS["scale"]
-PRIOR_CHAIN = CLI_DEFAULTS["prior_chain"]
-VB_CHAIN = CLI_DEFAULTS["vb_chain"]
-DEFAULT_MAX_TIME = CLI_DEFAULTS["max_time"]
 DEFAULT_MAX_REFINEMENTS = CLI_DEFAULTS["max_refinements"]
 
 
@@ -108,36 +105,38 @@ def _build_parser():
         "spectrogram), so that every rank's prior mean of WH equals the data's mean",
     )
     nmf.add_argument(
-        "--reference", choices=("vb", "prior"), default="vb",
-        help="start of the integration path: 'vb', a variational fit (converged estimates with an error bar "
-        "that covers chain lag and quadrature), or 'prior', the papers' stochastic TI",
+        "--method", choices=("rti", "sti"), default="rti",
+        help="what estimates the evidence: 'rti', thermodynamic integration referenced from a fit of the posterior "
+        "with Metropolis-adjusted HMC (an error bar that covers chain lag, quadrature and the search for the best "
+        "mode), or 'sti', the papers' stochastic TI from the prior (Monte-Carlo error only)",
     )
     nmf.add_argument(
         "--tol", type=_positive_float, default=DEFAULT_TOL,
-        help="target error bar of every rank still in the running, in nats (--reference vb)",
+        help="target error bar of every rank still in the running, in nats (--method rti)",
     )
     nmf.add_argument(
         "--max-refinements", type=_non_negative_int, default=DEFAULT_MAX_REFINEMENTS,
-        help="most refinement steps of a rank in each pass, each doubling the work so far (--reference vb); a "
+        help="most refinement steps of a rank in each pass, each doubling the work so far (--method rti); a "
         "rank that does not reach --tol is reported with a warning. The same on any machine: the same seed "
         "gives the same numbers",
     )
     nmf.add_argument(
-        "--max-time", type=_positive_float, default=DEFAULT_MAX_TIME,
-        help="seconds a rank may spend on each refinement of its estimate (--reference vb; default: no limit). "
+        "--max-time", type=_positive_float, default=None,
+        help="seconds a rank may spend on each refinement of its estimate (--method rti; default: no limit). "
         "A limit makes the numbers depend on the machine's speed",
     )
-    nmf.add_argument("--sampler", choices=("logsgld", "psgld", "sgld"), default="logsgld",
-                     help="SG-MCMC sampler (--reference prior)")
+    nmf.add_argument("--sampler", choices=("psgld", "sgld"), default=STI_DEFAULTS["sampler"],
+                     help="SG-MCMC sampler (--method sti)")
     nmf.add_argument("--temperatures", type=_positive_int, default=None,
-                     help=f"ladder intervals (default: {VB_CHAIN['temperatures']} for vb, a multiple of 4; "
-                     f"{PRIOR_CHAIN['temperatures']} for prior)")
+                     help=f"ladder intervals (default: {RTI_DEFAULTS['n_temperatures']} for rti, rounded up to a "
+                     f"multiple of 4; {STI_DEFAULTS['temperatures']} for sti)")
     nmf.add_argument("--n-samples", type=_positive_int, default=None,
-                     help=f"iterations per temperature, burn-in included (default: {VB_CHAIN['n_samples']} for vb, "
-                     f"which --tol lengthens; {PRIOR_CHAIN['n_samples']} for prior)")
-    nmf.add_argument("--n-burnin", type=int, default=None,
-                     help=f"burn-in iterations per temperature (default: {VB_CHAIN['n_burnin']} for vb; "
-                     f"{PRIOR_CHAIN['n_burnin']} for prior)")
+                     help="iterations per temperature, burn-in included (default: "
+                     f"{sum(SELECTOR_SCREEN.values())} for rti, which --tol lengthens; {STI_DEFAULTS['n_samples']} "
+                     "for sti)")
+    nmf.add_argument("--n-burnin", type=_non_negative_int, default=None,
+                     help=f"burn-in iterations per temperature (default: {SELECTOR_SCREEN['n_burnin']} for rti; "
+                     f"{STI_DEFAULTS['n_burnin']} for sti)")
     nmf.add_argument("--seed", type=int, default=0, help="random seed (the same seed gives the same numbers)")
     nmf.add_argument(
         "--cache", type=Path, metavar="DIR",
@@ -189,6 +188,28 @@ def _decision(selector):
             "them.")
 
 
+def _method_params(args):
+    """The selector's ``method_params`` from the command line's chain settings."""
+    if args.method == "sti":
+        params = dict(sampler=args.sampler, temperatures=args.temperatures, n_samples=args.n_samples,
+                      n_burnin=args.n_burnin)
+        return {name: value for name, value in params.items() if value is not None}
+    params = dict(max_refinements=args.max_refinements)
+    if args.max_time is not None:
+        params["max_time"] = args.max_time
+    if args.temperatures is not None:
+        params["n_temperatures"] = 4 * -(-args.temperatures // 4)
+    n_burnin = SELECTOR_SCREEN["n_burnin"] if args.n_burnin is None else args.n_burnin
+    if args.n_burnin is not None:
+        params["n_burnin"] = n_burnin
+    if args.n_samples is not None:
+        if args.n_samples - n_burnin < 4:
+            raise ValueError(f"--n-samples {args.n_samples} with --n-burnin {n_burnin} keeps fewer than 4 draws a "
+                             "temperature; raise --n-samples.")
+        params["n_keep"] = args.n_samples - n_burnin
+    return params
+
+
 def _nmf_rank(args, out):
     from .audio import SpectrogramTransformer
     from .estimators import BayesianNMFRankSelector
@@ -220,16 +241,10 @@ def _nmf_rank(args, out):
         f"scale={args.scale:g}, mean={mean:.4g}; {args.likelihood}{shape_text} likelihood, prior rate={rate_text}",
         file=out,
     )
-    chain = {name: getattr(args, name) for name in PRIOR_CHAIN}
-    if args.reference == "prior":
-        chain = {name: PRIOR_CHAIN[name] if value is None else value for name, value in chain.items()}
-        print(
-            f"STI from the prior: {args.sampler}, {chain['temperatures']} temperatures, {chain['n_samples']} "
-            f"iterations ({chain['n_burnin']} burn-in), seed {args.seed}",
-            file=out, flush=True,
-        )
+    method_params = _method_params(args)
+    if args.method == "sti":
+        print(f"STI from the prior: {method_params}, seed {args.seed}", file=out, flush=True)
     else:
-        chain = {name: VB_CHAIN[name] if value is None else value for name, value in chain.items()}
         limit = f"refining with at most {args.max_refinements} doublings of the work a rank and pass" + (
             f" and {args.max_time:g} s" if args.max_time is not None else "")
         fit = "variational Bayes" if args.likelihood == "poisson" else "a Laplace fit"
@@ -240,10 +255,9 @@ def _nmf_rank(args, out):
         )
     start = time.perf_counter()
     selector = BayesianNMFRankSelector(
-        ranks=tuple(args.ranks), prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed,
-        verbose=0 if args.quiet else 1, reference=args.reference, tol=args.tol, max_time=args.max_time,
-        max_refinements=args.max_refinements,
-        sampler=args.sampler, likelihood=args.likelihood, likelihood_shape=args.likelihood_shape, **chain,
+        ranks=tuple(args.ranks), prior_rate=prior_rate, likelihood=args.likelihood,
+        likelihood_shape=args.likelihood_shape, method=args.method, method_params=method_params, tol=args.tol,
+        n_jobs=args.n_jobs, random_state=args.seed, verbose=0 if args.quiet else 1,
         memory=None if args.cache is None else str(args.cache),
     )
     with warnings.catch_warnings(record=True) as caught:
@@ -257,7 +271,7 @@ def _nmf_rank(args, out):
         selector.ranks_, selector.log_evidence_, selector.log_evidence_std_, selector.model_probabilities_
     ):
         mark = "  <- chosen" if rank == selector.best_rank_ else ""
-        if args.reference == "vb" and se > args.tol:
+        if args.method == "rti" and se > args.tol:
             mark += "  (error bar above --tol)"
         if int(rank) in selector.errors_:
             print(f"{rank:>5}  {'failed':>16} {'':>10}  {'':>11}  {selector.errors_[int(rank)]}", file=out)
@@ -290,10 +304,8 @@ def _nmf_rank(args, out):
             "error_pieces": {key: _finite_or_none(selector.cv_results_[key]) for key in ERROR_PIECES},
             "errors": {str(k): v for k, v in selector.errors_.items()},
             "settings": {
-                "reference": args.reference, "tol": args.tol, "max_time": args.max_time,
-                "max_refinements": args.max_refinements,
-                "sampler": args.sampler, **chain, "seed": args.seed, "n_fft": args.n_fft,
-                "hop_length": spectrogram.hop_length_, "window": args.window,
+                "method": args.method, "tol": args.tol, "method_params": method_params, "seed": args.seed,
+                "n_fft": args.n_fft, "hop_length": spectrogram.hop_length_, "window": args.window,
             },
             "wall_time": elapsed,
         }

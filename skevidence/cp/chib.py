@@ -13,7 +13,7 @@ method in full.
 import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import permutations
 
 import numpy as np
@@ -23,7 +23,7 @@ from .._progress import progress
 from .._random import seed_sequence
 from .._validation import check_int, check_positive_real
 from .kernels.gibbs import gibbs_sweeps, relabel_to
-from .model import check_count_tensor, check_prior_rates
+from .model import check_prior_rates
 from .data import count_entries
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
@@ -104,7 +104,7 @@ def _matrix_counts(X):
 def _tensor_counts(X):
     """Validate a tensor of integer counts (2-D as (I, J, 1)); ``(coords, counts, shape)``."""
     idx, counts, shape = count_entries(
-        check_count_tensor(X), n_modes=3, method="Chib's method", advice="use STI (method='sti') instead."
+        X, n_modes=3, method="Chib's method", advice="use STI (method='sti') instead."
     )
     return tuple(idx.T), counts.astype(np.float64), shape
 
@@ -840,7 +840,7 @@ def chib_log_evidence_parafac(X, n_components, *, prior_rates=1.0, n_samples=900
     """
     start = time.perf_counter()
     n_components = check_int("n_components", n_components, 1)
-    rates = check_prior_rates(prior_rates, "prior_rates")
+    rates = check_prior_rates(prior_rates, 3, "prior_rates")
     runs = _check_runs(n_samples, n_burnin, n_reduced, block_variance)
     out = _chib(_PARAFAC, *_tensor_counts(X), rates, n_components, *runs, random_state, verbose)
     return _evidence_result(out, start, n_components, runs, tuple(out["posterior_mean"]), {
@@ -849,3 +849,16 @@ def chib_log_evidence_parafac(X, n_components, *, prior_rates=1.0, n_samples=900
         **_ordinate_diagnostics(out, "abc", ("a_", "b_")),
         "c_ess_min": out["last_ess_min"],
     })
+
+
+def chib_log_evidence(X, n_components, prior_rates=1.0, *, n_samples=9000, n_burnin=7000, n_reduced=5000,
+                      block_variance=BLOCK_VARIANCE, random_state=None, verbose=0):
+    """Chib's method for a matrix or a three-way tensor (interim dispatch)."""
+    rates = np.broadcast_to(np.asarray(prior_rates, dtype=float), (len(X.shape),))
+    kw = dict(n_samples=n_samples, n_burnin=n_burnin, n_reduced=n_reduced, block_variance=block_variance,
+              random_state=random_state, verbose=verbose)
+    if len(X.shape) == 2:
+        r = chib_log_evidence_nmf(X, n_components, prior_rate_w=rates[0], prior_rate_h=rates[1], **kw)
+        W, H = r.posterior_mean
+        return replace(r, posterior_mean=[W, H.T])
+    return chib_log_evidence_parafac(X, n_components, prior_rates=tuple(rates), **kw)

@@ -1,63 +1,119 @@
-r"""The observation models of the CP chains: per-entry log-likelihood and its derivative in V.
+r"""The density of an entry given its mean: Poisson, or Gamma of shape :math:`\kappa` (exponential: 1).
 
-The chains of :mod:`skevidence.kernels.cp` touch the data only through these
-inlined functions of one entry ``x``, its intensity ``v`` and the likelihood
-switch ``kappa``: 0 is Poisson, a positive ``kappa`` the Gamma likelihood of
-shape ``kappa`` and mean ``v`` (``kappa = 1``: the exponential likelihood of
-a power spectrogram, Févotte, Bertin and Durrieu 2009). The branch is on a
-loop-invariant scalar, so the compiled loops test it once, and the Poisson
-numbers are those of the Poisson-only kernels bitwise.
+Every kernel, fit and twin of the CP family scores an entry ``x`` of mean
+``v`` through :func:`entry`, switched by ``kappa`` (0: Poisson; a positive
+``kappa``: Gamma of shape :math:`\kappa` and mean :math:`v`, whose
+:math:`\kappa = 1` is the exponential likelihood of a power spectrogram,
+Itakura–Saito NMF's model; Févotte, Bertin and Durrieu 2009). The log-density
+is split in three parts,
 
-Poisson's zero-entry term :math:`-v` is linear in :math:`V`, so the sparse
-kernels visit only the non-zeros (:func:`nonzero_loglik`,
-:func:`nonzero_grad`) and sum :math:`-\sum V` from factor sums. The Gamma
-family has no such shortcut (a zero is an observation like any other, and
-every entry's term :math:`-\kappa(\log v + x / v)` is non-linear in
-:math:`V`): it runs on dense blocks only.
+.. math::
+    \log p(x \mid v) = \underbrace{\tau(x, v)}_{\text{entry}}
+    + \underbrace{\ell(v)}_{\text{linear}} - \underbrace{c(x)}_{\text{constant}},
+
+Poisson: :math:`\tau = x \log v` (0 for :math:`x = 0`), :math:`\ell = -v`,
+:math:`c = \log\Gamma(x + 1)`; Gamma: :math:`\tau = -\kappa(\log v + x/v)`,
+:math:`\ell = 0`, :math:`c = -(\kappa\log\kappa - \log\Gamma(\kappa) +
+(\kappa - 1)\log x)`. The passes visit the listed entries for :math:`\tau`
+(for Poisson counts only the non-zeros: a zero count's :math:`\tau` is 0),
+take :math:`\sum \ell` and its gradient in closed form from the factors'
+column sums, and the data's constant once. Non-integer data under the Poisson
+likelihood keep the formula with :math:`\log\Gamma(x + 1)`: it is then not a
+normalised density, but ranks compared on the same data stay comparable.
 """
+
+import math
 
 import numpy as np
 from numba import njit
+from scipy import sparse
+from scipy.special import gammaln
 
 from .._config import FASTMATH
 
-__all__ = ["entry_grad", "entry_loglik", "nonzero_grad", "nonzero_loglik"]
+__all__ = ["LIKELIHOODS", "check_entries", "entry", "entry_constant", "likelihood_kappa", "log_density"]
+
+#: The likelihoods' names.
+LIKELIHOODS = ("poisson", "exponential", "gamma")
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
-def nonzero_loglik(x, v):
-    """Poisson :math:`\\log p(x | v) + v + \\log\\Gamma(x + 1) = x \\log v` of a non-zero ``x``."""
-    return x * np.log(v)
+def likelihood_kappa(likelihood, shape=1.0):
+    """The kernels' ``kappa`` of a likelihood: 0 (Poisson) or the Gamma shape (1 for exponential)."""
+    if likelihood == "poisson":
+        return 0.0
+    if likelihood == "exponential":
+        return 1.0
+    if likelihood == "gamma":
+        if isinstance(shape, bool) or not (isinstance(shape, (int, float, np.number)) and np.isfinite(shape)
+                                           and shape > 0):
+            raise ValueError(f"likelihood_shape must be a positive finite number, got {shape!r}.")
+        return float(shape)
+    raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}.")
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
-def nonzero_grad(x, v):
-    """:math:`x / v`, the derivative of :func:`nonzero_loglik`; ``inf`` for an underflowed ``v == 0``.
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def entry(x, v, kappa, with_value):
+    r"""An entry's :math:`\tau(x, v)` (0 without ``with_value``) and :math:`\partial\tau/\partial v`.
 
-    An infinite gradient is reported by the chains as a divergence.
+    An underflowed mean ``v <= 0`` gives ``-inf`` and ``inf`` where the
+    density needs ``v > 0``: the callers report them as a divergence.
     """
-    return x / v if v > 0.0 else np.inf
+    if kappa > 0.0:
+        if not v > 0.0:
+            return -np.inf, np.inf
+        return (-kappa * (math.log(v) + x / v) if with_value else 0.0), kappa * (x - v) / (v * v)
+    if x == 0.0:
+        return 0.0, 0.0
+    if not v > 0.0:
+        return -np.inf, np.inf
+    return (x * math.log(v) if with_value else 0.0), x / v
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
-def entry_loglik(x, v, kappa):
-    """:math:`\\log p(x | v)` without its data-only constant (see :class:`~skevidence.kernels.blocks.BlockData`).
-
-    Poisson (``kappa == 0``): :math:`x \\log v - v` (:math:`0 \\log 0` is never
-    formed). Gamma: :math:`-\\kappa(\\log v + x / v)`; ``-inf`` for an underflowed
-    ``v == 0``, which the chains report as a divergence.
-    """
+def entry_constant(x, kappa):
+    r"""Per entry, the constant :math:`c(x)` of the module's split (NumPy, any shape)."""
+    x = np.asarray(x, dtype=np.float64)
     if kappa == 0.0:
-        return nonzero_loglik(x, v) - v if x != 0.0 else -v
-    return -kappa * (np.log(v) + x / v) if v > 0.0 else -np.inf
+        return gammaln(x + 1.0)
+    log_x = (kappa - 1.0) * np.log(x) if kappa != 1.0 else 0.0
+    return np.full_like(x, math.lgamma(kappa) - kappa * math.log(kappa)) - log_x
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
-def entry_grad(x, v, kappa):
-    """:math:`\\partial_v \\log p(x | v)`: :math:`x / v - 1` (Poisson), :math:`\\kappa (x - v) / v^2` (Gamma).
+def log_density(X, V, kappa):
+    r"""Entry-wise :math:`\log p(x \mid v)` in NumPy, from :func:`entry` itself (slow: for checks and twins)."""
+    scalar = getattr(entry, "py_func", entry)
+    X, V = np.broadcast_arrays(np.asarray(X, dtype=np.float64), np.asarray(V, dtype=np.float64))
+    term = np.array([scalar(x, v, kappa, True)[0] for x, v in zip(X.ravel(), V.ravel())]).reshape(X.shape)
+    linear = -V if kappa == 0.0 else 0.0
+    return term + linear - entry_constant(X, kappa)
 
-    ``inf`` for an underflowed ``v == 0`` (see :func:`nonzero_grad`).
+
+def check_entries(X, kappa, *, name="X"):
+    """The values of ``X`` (dense or scipy.sparse) if the likelihood can score them; else a ``ValueError`` saying why.
+
+    Returns the values checked: a sparse input's stored values, or the dense array.
     """
-    if kappa == 0.0:
-        return nonzero_grad(x, v) - 1.0 if x != 0.0 else -1.0
-    return kappa * (x - v) / (v * v) if v > 0.0 else np.inf
+    values = X.data if sparse.issparse(X) else np.asarray(X)
+    if values.dtype == object or np.iscomplexobj(values) or not (
+            np.issubdtype(values.dtype, np.number) or values.dtype == bool):
+        raise ValueError(f"{name} must be real numbers, got dtype {values.dtype}; for a complex STFT pass "
+                         "np.abs(S) ** 2 (SpectrogramTransformer(power=2)).")
+    values = np.asarray(values, dtype=np.float64)
+    if len(X.shape) < 2:
+        raise ValueError(f"{name} must have at least two modes (a matrix or a tensor), got shape {X.shape}.")
+    if min(X.shape) == 0:
+        raise ValueError(f"{name} is empty (shape {X.shape}); the evidence needs at least one entry.")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} contains NaN or infinity; remove or impute those entries.")
+    if np.any(values < 0):
+        kind = "Poisson counts are" if kappa == 0.0 else "powers (|STFT|^2) are"
+        raise ValueError(f"{name} has negative entries (min {values.min():g}); {kind} non-negative: shift or "
+                         "take magnitudes first.")
+    if kappa > 0.0 and not np.any(values > 0):
+        raise ValueError(f"{name} is zero everywhere; there is no signal to factorise.")
+    if kappa > 0.0 and kappa != 1.0 and (np.any(values == 0) or (sparse.issparse(X) and X.nnz < np.prod(X.shape))):
+        raise ValueError(
+            f"{name} has zero entries, which a Gamma likelihood of shape {kappa:g} gives density 0 (shape > 1) "
+            "or infinity (shape < 1). Use likelihood='exponential' (zeros allowed), or add a floor below the "
+            "noise (for example 1e-10 * X.max())."
+        )
+    return values

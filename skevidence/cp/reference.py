@@ -12,15 +12,13 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy import sparse
 from scipy.optimize import minimize
 from scipy.special import digamma, gammaln
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from .data import count_entries
-from .kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass
-from .model import check_real_entries
+from .data import CPData
+from .kernels.passes import entry_pass, fisher_pass, log_likelihood
 
 __all__ = ["laplace_reference", "mode_search_error", "search_reference", "variational_reference"]
 
@@ -39,48 +37,16 @@ _SEARCH_SHARE = 1.0 / math.sqrt(2.0)
 _LAPLACE_MAX_ITER = 2000
 _LAPLACE_PHI_BOUND = 300.0
 
-class _Data:
-    r"""The array in the form the kernels take: a dense matrix, or the non-zeros of anything.
+def as_data(X, kappa=0.0):
+    """``X`` as :class:`~skevidence.cp.data.CPData` (prepared data pass through)."""
+    return X if isinstance(X, CPData) else CPData.from_array(X, kappa)
 
-    ``kappa`` is the likelihood's shape: 0 for Poisson, :math:`\kappa > 0` for
-    Gamma entries of mean :math:`V` (:func:`likelihood_shape_of`). A Gamma
-    likelihood has no sparse shortcut (a zero is an observation like any
-    other), so its entries are all listed; ``lgamma_total`` is then minus the
-    constant :math:`\sum_e \kappa\log\kappa - \log\Gamma(\kappa) + (\kappa - 1)\log x_e`.
-    """
 
-    def __init__(self, X, kappa=0.0):
-        self.kappa = float(kappa)
-        if self.kappa > 0.0:
-            X = check_real_entries(X, kappa)
-            shape = X.shape
-            coords = np.indices(shape).reshape(len(shape), -1).T
-            vals = X.ravel()
-        else:
-            coords, vals, shape = count_entries(X, method="referenced TI", integer=False)
-        self.shape = shape
-        # Dense matrices go through BLAS; anything else loops over the listed entries.
-        self.dense2 = not sparse.issparse(X) and len(shape) == 2
-        self.X = np.ascontiguousarray(X, dtype=np.float64) if self.dense2 else np.zeros((1, 1))
-        self.coords = np.ascontiguousarray(coords, dtype=np.int64)
-        self.vals = np.ascontiguousarray(vals, dtype=np.float64)
-        self.offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
-        if self.kappa > 0.0:
-            k = self.kappa
-            log_x = (k - 1.0) * np.log(self.vals).sum() if k != 1.0 else 0.0
-            self.lgamma_total = -float(self.vals.size * (k * math.log(k) - math.lgamma(k)) + log_x)
-        else:
-            self.lgamma_total = float(gammaln(self.vals + 1.0).sum())
-        self.total = float(self.vals.sum())
-
-    def ratio(self, F, out, with_value=True):
-        return ratio_pass(self.dense2, self.X, self.coords, self.vals, F, self.offsets, out, with_value, self.kappa)
-
-    def log_likelihood(self, F, grad):
-        r""":math:`\log p(X \mid F)` and its gradient in ``grad``."""
-        sums = np.empty((len(self.shape), F.shape[1]))
-        return cp_log_likelihood(self.dense2, self.X, self.coords, self.vals, F, self.offsets, grad, sums,
-                                 self.lgamma_total, True, self.kappa)
+def _log_likelihood(data, F, grad):
+    r""":math:`\log p(X \mid F)` and its gradient in ``grad``."""
+    sums = np.empty((len(data.shape), F.shape[1]))
+    dense2, X, coords, vals, offsets, kappa, floor = data.pass_args()
+    return log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums)
 
 
 def _row_rates(prior_rates, shape):
@@ -88,9 +54,9 @@ def _row_rates(prior_rates, shape):
     return np.repeat(rates, shape)
 
 
-def _random_start(data, R, rng, floor):
-    """Random factors whose product has about the data's mean (``floor`` bounds the total from below)."""
-    scale = (max(data.total, floor) / (R * math.prod(data.shape))) ** (1.0 / len(data.shape))
+def _random_start(data, R, rng, least_total):
+    """Random factors whose product has about the data's mean (``least_total`` bounds the total from below)."""
+    scale = (max(data.total, least_total) / (R * math.prod(data.shape))) ** (1.0 / len(data.shape))
     return scale * rng.gamma(2.0, 0.5, size=(data.offsets[-1], R))
 
 
@@ -105,11 +71,11 @@ def vb_fit(data, R, rates, mean):
     bound = -np.inf
     for it in range(_VB_MAX_ITER):
         G = np.exp(digamma(alpha) - np.log(beta))
-        x_log_v = data.ratio(G, S)
+        x_log_v = entry_pass(*data.pass_args()[:4], G, data.offsets, 0.0, 0.0, S)
         # The bound at the current q (sources at their optimum for it).
         means = alpha / beta
         sums = np.stack([means[offsets[m]:offsets[m + 1]].sum(axis=0) for m in range(N)])
-        bound = (x_log_v - data.lgamma_total - np.prod(sums, axis=0).sum()
+        bound = (x_log_v - data.constant - np.prod(sums, axis=0).sum()
                  + np.sum(np.log(rates)[:, None] - rates[:, None] * means + alpha - np.log(beta) + gammaln(alpha)
                           + (1.0 - alpha) * digamma(alpha)))
         if it > 5 and abs(bound - bound_old) <= _VB_RTOL * abs(bound):
@@ -143,7 +109,7 @@ def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, rando
     bounds : ndarray of shape (n_starts,)
         Every start's bound (the spread shows how many optima there are).
     """
-    data = X if isinstance(X, _Data) else _Data(X)
+    data = as_data(X)
     return _best_of_starts(vb_fit, data, n_components, prior_rates, n_starts, random_state)
 
 
@@ -159,7 +125,7 @@ def _fit_starts(fit, data, R, rates, rng, n_starts, n_jobs=1):
     (the clip at rank 32: 8 Laplace fits in 17 s against 63 s with two BLAS
     threads, on a loaded 2-core machine). The kernels release the GIL.
     """
-    starts = [_random_start(data, R, rng, floor=_START_FLOOR[fit]) for _ in range(n_starts)]
+    starts = [_random_start(data, R, rng, _START_TOTAL[fit]) for _ in range(n_starts)]
     with threadpool_limits(1):
         if n_jobs == 1 or n_starts == 1:
             return [fit(data, R, rates, start) for start in starts]
@@ -276,7 +242,7 @@ def laplace_fit(data, R, rates, start):
         # The log posterior of phi = log theta (Jacobian included); phi is kept where exp cannot overflow.
         phi = np.clip(flat.reshape(D, R), -_LAPLACE_PHI_BOUND, _LAPLACE_PHI_BOUND)
         theta = np.exp(phi)
-        value = data.log_likelihood(theta, grad) + np.sum(np.log(lam) - lam * theta + phi)
+        value = _log_likelihood(data, theta, grad) + np.sum(np.log(lam) - lam * theta + phi)
         g = theta * (grad - lam) + 1.0
         if not np.isfinite(value):
             return np.inf, np.zeros_like(flat)
@@ -287,7 +253,8 @@ def laplace_fit(data, R, rates, start):
     phi = np.clip(fit.x.reshape(D, R), -_LAPLACE_PHI_BOUND, _LAPLACE_PHI_BOUND)
     theta = np.exp(phi)
     fisher = np.empty((D, R))
-    fisher_pass(data.dense2, data.X, data.coords, theta, offsets, data.kappa, fisher)
+    dense2, X, coords, _, _, kappa, floor = data.pass_args()
+    fisher_pass(dense2, X, coords, theta, offsets, kappa, floor, fisher)
     # Curvature of the log posterior in phi at its mode: 1 (from the prior and the Jacobian, where the
     # gradient vanishes) plus the likelihood's expected curvature; a Gamma(P, P / theta) has that
     # curvature and that mode in phi.
@@ -296,8 +263,8 @@ def laplace_fit(data, R, rates, start):
     return bound, precision, precision / theta
 
 
-#: The floor of each fit's random start (:func:`_random_start`).
-_START_FLOOR = {vb_fit: 1.0, laplace_fit: 1e-300}
+#: The least total of each fit's random start (:func:`_random_start`).
+_START_TOTAL = {vb_fit: 1.0, laplace_fit: 1e-300}
 
 
 def laplace_reference(X, n_components, prior_rates=1.0, *, likelihood_shape=1.0, n_starts=8,
@@ -325,7 +292,7 @@ def laplace_reference(X, n_components, prior_rates=1.0, *, likelihood_shape=1.0,
     bounds : ndarray of shape (n_starts,)
         Every start's Laplace value.
     """
-    data = X if isinstance(X, _Data) else _Data(X, likelihood_shape)
+    data = as_data(X, likelihood_shape)
     return _best_of_starts(laplace_fit, data, n_components, prior_rates, n_starts, random_state)
 
 

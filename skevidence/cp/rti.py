@@ -71,14 +71,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from .._config import RTI_DEFAULTS
+from .._config import DEFAULT_TOL, RTI_DEFAULTS
 from .._validation import check_int
 from ..evidence._ladder import rti_temperatures, simpson_weights
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
 from .kernels.hmc import run_referenced_ladder
-from .model import likelihood_shape_of
-from .reference import _Data, _row_rates, laplace_fit, search_reference, vb_fit
+from .likelihood import likelihood_kappa
+from .reference import _row_rates, as_data, laplace_fit, search_reference, vb_fit
 
 __all__ = ["referenced_ti_log_evidence"]
 
@@ -114,10 +114,8 @@ class _Ladder:
         U = np.zeros((levels.size, n_keep))
         accept = np.zeros(levels.size)
         self.n_grad += run_referenced_ladder(
-            data.dense2, data.X, data.coords, data.vals, data.offsets, data.lgamma_total, data.kappa, self.alpha,
-            self.beta,
-            self.rates, self.inv_mass, self.perms, self.log_r_fact, self.temperatures, levels, chained,
-            self.phi, self.steps, n_burnin, n_keep, self.n_leapfrog, int(self.rng.randint(0, 2**31 - 1)), U,
+            *data.pass_args(), data.constant, self.alpha, self.beta, self.rates, self.inv_mass, self.perms,
+            self.log_r_fact, self.temperatures, levels, chained, self.phi, self.steps, n_burnin, n_keep, self.n_leapfrog, int(self.rng.randint(0, 2**31 - 1)), U,
             accept, self.theta_sum, True,
         )
         for i, level in enumerate(levels):
@@ -175,13 +173,12 @@ class _Ladder:
         return float(w @ means), float(np.sqrt(np.sum(w**2 * var))), float(w @ halves), means
 
 
-def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatures=RTI_DEFAULTS["n_temperatures"],
+def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", likelihood_shape=1.0,
+                               tol=DEFAULT_TOL, n_temperatures=RTI_DEFAULTS["n_temperatures"],
                                n_burnin=RTI_DEFAULTS["n_burnin"], n_keep=RTI_DEFAULTS["n_keep"],
-                               n_leapfrog=RTI_DEFAULTS["n_leapfrog"], n_vb_starts=RTI_DEFAULTS["n_vb_starts"],
-                               max_vb_starts=RTI_DEFAULTS["max_vb_starts"], tol=RTI_DEFAULTS["tol"],
-                               max_time=RTI_DEFAULTS["max_time"], max_refinements=RTI_DEFAULTS["max_refinements"],
-                               n_jobs=2,
-                               likelihood="poisson", likelihood_shape=1.0, random_state=None, verbose=0):
+                               n_leapfrog=RTI_DEFAULTS["n_leapfrog"], n_starts=RTI_DEFAULTS["n_starts"],
+                               max_starts=RTI_DEFAULTS["max_starts"], max_refinements=RTI_DEFAULTS["max_refinements"],
+                               max_time=RTI_DEFAULTS["max_time"], n_jobs=2, random_state=None, verbose=0):
     r"""Log-evidence of a CP model (NMF for a matrix) by referenced TI with Metropolis-adjusted HMC.
 
     The entries are Poisson (the papers' model), or exponential or Gamma of
@@ -207,13 +204,13 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         in the first round (run in two halves: the lag check compares them).
     n_leapfrog : int, default=10
         Leapfrog steps per HMC iteration.
-    n_vb_starts : int, default=8
+    n_starts : int, default=8
         Random starts of the reference's fit (variational or Laplace); the
         best bound is kept. Two halves of the starts are two independent
         searches for the posterior's best mode; while their best bounds differ
         by more than ``tol / sqrt(2)`` the starts are doubled (the chains then
         have at least that share of ``tol`` left).
-    max_vb_starts : int, default=64
+    max_starts : int, default=64
         Most starts of the reference's fit.
     tol : float or None, default=1.0
         Target error bar in nats; ``None`` runs the first round only.
@@ -243,9 +240,9 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         quadrature and mode search). ``diagnostics`` holds ``"ladders"`` (the
         two ladders' estimates), ``"mc_error"``, ``"lag_error"``,
         ``"quadrature_error"``, ``"mode_error"``, ``"reference_starts"``,
-        ``"elbo"`` (the integrand at :math:`t = 0`), ``"vb_bound"`` (the
-        Laplace value for the Gamma likelihoods) and ``"vb_bounds"`` (every
-        start's), ``"acceptance"``, ``"step_size"``,
+        ``"elbo"`` (the integrand at :math:`t = 0`), ``"reference_bound"`` (the
+        best start's ELBO, or Laplace value for the Gamma likelihoods) and
+        ``"reference_bounds"`` (every start's), ``"acceptance"``, ``"step_size"``,
         ``"converged"``, ``"tol"``, ``"stop_reason"`` (why the budget
         loop stopped, in words), ``"rounds"`` (every check: budget,
         estimate, pieces, time) and the final ``"n_temperatures"`` and
@@ -255,7 +252,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     Examples
     --------
     >>> import numpy as np
-    >>> from skevidence.evidence import referenced_ti_log_evidence
+    >>> from skevidence.cp import referenced_ti_log_evidence
     >>> rng = np.random.default_rng(0)
     >>> X = rng.poisson(2 * np.outer(rng.exponential(size=20), rng.exponential(size=15)))
     >>> result = referenced_ti_log_evidence(X, 1, 1.0, random_state=0)
@@ -263,10 +260,10 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     True
     """
     start = time.perf_counter()
-    _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, max_vb_starts, tol,
+    _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,
                     max_time, max_refinements)
-    kappa = likelihood_shape_of(likelihood, likelihood_shape)
-    data = _Data(X, kappa)
+    kappa = likelihood_kappa(likelihood, likelihood_shape)
+    data = as_data(X, kappa)
     rng = check_random_state(random_state)
     rates = _row_rates(prior_rates, data.shape)
 
@@ -274,9 +271,9 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         # The next step costs about what has been spent so far.
         return max_time is not None and 2.0 * (time.perf_counter() - start) > max_time
 
-    elbo_bound, alpha, beta, vb_bounds, mode = search_reference(
-        vb_fit if kappa == 0.0 else laplace_fit, data, n_components, prior_rates, n_vb_starts,
-        max(n_vb_starts, max_vb_starts), tol, out_of_time, rng, n_jobs)
+    best_bound, alpha, beta, bounds, mode = search_reference(
+        vb_fit if kappa == 0.0 else laplace_fit, data, n_components, prior_rates, n_starts,
+        max(n_starts, max_starts), tol, out_of_time, rng, n_jobs)
     # What the chains' own pieces must reach for the whole bar to be within tol; a mode error at or
     # above tol is not lowered by longer chains, which then need only be well below it.
     ti_target = None if tol is None else (math.sqrt(tol**2 - mode**2) if mode < tol else mode)
@@ -313,14 +310,14 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         if verbose:
             print(f"[rti] rank {n_components}, {K} temperatures, {n_kept} draws each: {estimate:.2f} ± {err:.2f} "
                   f"(Monte Carlo {mc:.2f}, lag {lag:.2f}, quadrature {quad:.2f}, mode search {mode:.2f} from "
-                  f"{vb_bounds.size} starts), {time.perf_counter() - start:.1f} s", flush=True)
+                  f"{bounds.size} starts), {time.perf_counter() - start:.1f} s", flush=True)
         converged = tol is not None and err <= tol
         if converged:
             reason = f"the error bar is below tol={tol:g}"
         if tol is None or converged:
             break
         if err_chains <= ti_target:
-            reason = (f"{vb_bounds.size} starts of the reference's fit found best modes {mode:.3g} nats apart, "
+            reason = (f"{bounds.size} starts of the reference's fit found best modes {mode:.3g} nats apart, "
                       f"so the posterior has modes no chain here visits (a better one raises the evidence), "
                       f"and longer chains cannot lower that")
             break
@@ -335,7 +332,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
         warnings.warn(
             f"Referenced TI at rank {n_components} stopped at an error bar of {err:.3g} nats, above "
             f"tol={tol:g}, because {reason}; the estimate {estimate:.6g} may be off by more than tol. "
-            + ("A longer search for the reference (max_vb_starts, max_time) may find a better mode."
+            + ("A longer search for the reference (max_starts, max_time) may find a better mode."
                if err_chains <= ti_target else "Raise max_time or max_refinements (or tol)."),
             ConvergenceWarning, stacklevel=2,
         )
@@ -345,8 +342,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     U_mean = 0.5 * (parts[0][3] + parts[1][3])
     diagnostics = dict(
         ladders=(parts[0][0], parts[1][0]), mc_error=mc, lag_error=lag, quadrature_error=quad, mode_error=mode,
-        reference_starts=int(vb_bounds.size),
-        elbo=float(U_mean[0]), vb_bound=float(elbo_bound), vb_bounds=vb_bounds,
+        reference_starts=int(bounds.size),
+        elbo=float(U_mean[0]), reference_bound=float(best_bound), reference_bounds=bounds,
         acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
         step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
         stop_reason=reason,
@@ -363,11 +360,11 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, n_temperatur
     )
 
 
-def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_vb_starts, max_vb_starts, tol,
+def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,
                     max_time, max_refinements):
     checks = [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4), ("n_burnin", n_burnin, 0),
-              ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1), ("n_vb_starts", n_vb_starts, 1),
-              ("max_vb_starts", max_vb_starts, 1)]
+              ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1), ("n_starts", n_starts, 1),
+              ("max_starts", max_starts, 1)]
     if max_refinements is not None:
         checks.append(("max_refinements", max_refinements, 0))
     for name, value, low in checks:

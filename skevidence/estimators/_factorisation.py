@@ -1,107 +1,60 @@
-"""What the CP-model estimators (PoissonNMF, PoissonPARAFAC) share.
+"""What the CP-model estimators (PoissonNMF, PoissonPARAFAC) share: the method that runs, the fit, ``score``.
 
-Their parameters, defaults and constraints, the choice of blocks, the Chib
-branch and the fit bookkeeping live here once; a model estimator adds its
-model, its input validation, its Chib call and the fitted factors.
+A model estimator adds its input validation, its prior rates and its fitted
+factors; the evidence comes from the function of :mod:`skevidence.cp` that
+``method`` names, with ``method_params`` as its keyword arguments.
 """
 
-from dataclasses import replace
-from numbers import Integral, Real
+from numbers import Real
 
+import joblib
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from .._config import (
-    AUTO_CHAIN,
-    CHIB_DEFAULTS,
-    CP_SAMPLER,
-    DEFAULT_BLOCKS,
-    DEFAULT_TOL,
-    RTI_DEFAULTS,
-    SMC_DEFAULTS,
-    STI_DEFAULTS,
-)
-from ..samplers import Sampler
-from ._base import STI_PARAMETER_CONSTRAINTS, EvidenceEstimatorMixin
+from .._config import DEFAULT_TOL
+from ..cp import chib_log_evidence, referenced_ti_log_evidence, smc_log_evidence, sti_log_evidence
+from ._methods import method_kwargs
 
-__all__ = [
-    "AUTO_CHAIN",
-    "CHIB_DEFAULTS",
-    "CP_PARAMETERS",
-    "CP_PARAMETER_CONSTRAINTS",
-    "CPEstimatorMixin",
-    "DEFAULT_TOL",
-    "SMC_DEFAULTS",
-    "CP_SAMPLER",
-    "check_ranks_supported",
-]
+__all__ = ["CP_METHODS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin", "DEFAULT_TOL"]
 
-#: The keyword-only parameters of every CP-model estimator and rank selector
-#: with their defaults: the chains ("auto": those of the path ``reference``
-#: chooses, see ``AUTO_CHAIN``), Chib's method, the SMC and the budget (added to
-#: each ``__init__`` by :func:`~skevidence.estimators._signature.shared_parameters`).
-CP_PARAMETERS = dict(
-    temperatures="auto",
-    ladder=STI_DEFAULTS["ladder"],
-    n_samples="auto",
-    n_burnin="auto",
-    step_size=STI_DEFAULTS["step_size"],
-    step_decay=STI_DEFAULTS["step_decay"],
-    **CHIB_DEFAULTS,
-    **SMC_DEFAULTS,
-    reference="vb",
-    tol=DEFAULT_TOL,
-    max_time=None,
-    max_refinements=RTI_DEFAULTS["max_refinements"],
-)
+#: What each ``method`` runs.
+CP_METHODS = {
+    "rti": referenced_ti_log_evidence,
+    "sti": sti_log_evidence,
+    "smc": smc_log_evidence,
+    "chib": chib_log_evidence,
+}
 
-#: Constraints of the parameters every CP-model estimator has (its rank and
-#: ``prior_rate`` are its own).
+#: The methods that take a likelihood other than Poisson (the others rest on the Poisson likelihood's latent counts).
+_ANY_LIKELIHOOD = ("rti", "sti")
+
+#: What the estimator passes to the method itself, from its own parameters.
+_RESERVED = ("likelihood", "likelihood_shape", "tol", "random_state", "verbose")
+
+#: Constraints of the parameters every CP-model estimator has.
 CP_PARAMETER_CONSTRAINTS = {
-    "method": [StrOptions({"sti", "chib", "smc"})],
-    "reference": [StrOptions({"vb", "prior"})],
+    "method": [StrOptions(set(CP_METHODS))],
+    "method_params": [dict, None],
     "tol": [Interval(Real, 0, None, closed="neither"), None],
-    "max_time": [Interval(Real, 0, None, closed="neither"), None],
-    "max_refinements": [Interval(Integral, 0, None, closed="left"), None],
-    "n_blocks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-    "n_gibbs": [Interval(Integral, 2, None, closed="left")],
-    "n_gibbs_burnin": [Interval(Integral, 0, None, closed="left")],
-    "n_reduced": [Interval(Integral, 1, None, closed="left")],
-    "n_particles": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
-    "n_smc_runs": [Interval(Integral, 2, None, closed="left")],
-    **STI_PARAMETER_CONSTRAINTS,
-    "temperatures": [Interval(Integral, 1, None, closed="left"), "array-like", StrOptions({"auto"})],
-    "n_samples": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
-    "n_burnin": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
-    "sampler": [StrOptions({"sgld", "psgld", "logsgld"}), Sampler],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
 }
 
 
-def check_ranks_supported(name, ranks, limit, why):
-    """Raise a ``ValueError`` if a rank in ``ranks`` exceeds ``limit``, the largest the data identify.
-
-    The one check of the CP-model estimators, their rank selectors and the
-    command line: ``name`` is the parameter that holds the ranks, ``why`` says
-    what in the data bounds them.
-    """
-    ranks = np.atleast_1d(np.asarray(ranks))
-    too_large = ranks > limit
-    if np.any(too_large):
-        raise ValueError(
-            f"{name} {ranks[too_large].tolist()} exceed what the data allow: {why}, so a rank "
-            f"above {limit} cannot be identified. Use smaller ranks or more data."
-        )
-
-
-class CPEstimatorMixin(EvidenceEstimatorMixin):
+class CPEstimatorMixin:
     """Fit = the evidence of a CP model of ``X`` and the posterior means of its factors.
 
-    Subclasses set ``_rank_param``, the name of their rank parameter, and
-    implement ``_rank_limit(X)`` returning ``(largest rank, why)`` (a static
-    method: the rank selectors call it too), ``_model(X, n_blocks)``,
-    ``_chib_log_evidence(model, X)`` and ``_validate_fit_data``; their ``fit``
-    calls :meth:`_fit_factors`.
+    Subclasses implement the static ``_validate_input(estimator, X, reset)``
+    (``validate_data`` and the model's own checks; the rank selectors call it
+    too), ``_prior_rates(X)``, ``_n_components`` and ``_set_factors(factors)``
+    (the fitted attributes from the posterior means, one ``(n_m, R)`` array
+    per mode).
     """
+
+    #: The likelihood's name and shape (the estimators without the parameters are Poisson).
+    likelihood = "poisson"
+    likelihood_shape = 1.0
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -109,101 +62,53 @@ class CPEstimatorMixin(EvidenceEstimatorMixin):
         tags.input_tags.positive_only = True
         return tags
 
-    def _chain_settings(self):
-        """``temperatures``, ``n_samples``, ``n_burnin`` with "auto" resolved for ``reference``."""
-        auto = AUTO_CHAIN[self.reference]
-        return {name: auto[name] if getattr(self, name) == "auto" else getattr(self, name) for name in auto}
-
-    def _sti_params(self):
-        # Only the STI settings the estimator has: PoissonPARAFAC has no batch_size.
-        names = (name for name in STI_DEFAULTS if name in self._parameter_constraints)
-        return {name: getattr(self, name) for name in names} | self._chain_settings() | {
-            "random_state": self.random_state,
-            "verbose": self.verbose,
-        }
-
-    def _chib_params(self):
-        return dict(
-            n_samples=self.n_gibbs,
-            n_burnin=self.n_gibbs_burnin,
-            n_reduced=self.n_reduced,
-            random_state=self.random_state,
-            verbose=self.verbose,
-        )
-
-    def _make_model(self, X):
-        n_blocks = min(DEFAULT_BLOCKS, *X.shape) if self.n_blocks == "auto" else self.n_blocks
-        return self._model(X, n_blocks)
-
-    def _smc_log_evidence(self, model, X):
-        from ..cp.smc import _MAX_REFERENCED_RANK, smc_log_evidence
-
-        # The referenced path sums its weights over all R! labellings; beyond its ranks the prior's path
-        # is the exact one left (result_.diagnostics["reference"] says which ran).
-        reference = self.reference if model.n_components <= _MAX_REFERENCED_RANK else "prior"
-        result = smc_log_evidence(
-            X, model.n_components, model.prior_rates, n_particles=self.n_particles,
-            n_runs=self.n_smc_runs, reference=reference, random_state=self.random_state, verbose=self.verbose,
-        )
-        return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
-
-    def _likelihood(self):
-        """``(name, shape)`` of the estimator's likelihood (the CP estimators without one are Poisson)."""
-        return getattr(self, "likelihood", "poisson"), getattr(self, "likelihood_shape", 1.0)
-
-    def _check_method_supports_likelihood(self):
-        likelihood = self._likelihood()[0]
-        if likelihood == "poisson":
-            return
-        if self.method != "sti":
+    def _log_evidence(self, X):
+        """The :class:`~skevidence.EvidenceResult` of ``X`` (validated) by ``method``."""
+        function = CP_METHODS[self.method]
+        kwargs = method_kwargs(self, function, reserved=_RESERVED)
+        if self.method in _ANY_LIKELIHOOD:
+            kwargs.update(likelihood=self.likelihood, likelihood_shape=self.likelihood_shape)
+        elif self.likelihood != "poisson":
             raise ValueError(
-                f"likelihood={likelihood!r} is estimated by STI only (method='sti'); got method={self.method!r}. "
-                "Chib's method and the SMC rest on the Poisson likelihood's latent counts."
+                f"likelihood={self.likelihood!r} is estimated by method='rti' or 'sti'; method={self.method!r} "
+                "rests on the Poisson likelihood's latent counts."
             )
+        if self.method == "rti":
+            kwargs["tol"] = self.tol
+        return function(X, self._n_components, self._prior_rates(X), **kwargs, random_state=self.random_state,
+                        verbose=self.verbose)
 
-    def _referenced_log_evidence(self, model, X):
-        from ..cp.rti import referenced_ti_log_evidence
+    def _fit(self, X):
+        """Validate ``X``, estimate its evidence, set the fitted attributes; returns ``self``."""
+        X = self._validate_input(self, X, reset=True)
+        self.result_ = self._log_evidence(X)
+        self.log_evidence_ = self.result_.log_evidence
+        self.log_evidence_std_ = self.result_.std_error
+        self.prior_rates_ = tuple(np.broadcast_to(self._prior_rates(X), (len(X.shape),)).astype(float))
+        self._set_factors([np.asarray(F, dtype=np.float64) for F in self.result_.posterior_mean])
+        self._fitted_data_hash = joblib.hash(X)
+        return self
 
-        likelihood, likelihood_shape = self._likelihood()
-        chain = self._chain_settings()
-        K = chain["temperatures"]
-        if not isinstance(K, Integral):
-            raise ValueError(
-                "reference='vb' builds its own ladder: temperatures must be an int (its number of intervals) "
-                "or 'auto'. Pass one, or reference='prior' for an explicit ladder."
-            )
-        # Simpson's rule on the ladder and on every other point of it.
-        K = 4 * max(1, -(-int(K) // 4))
-        n_keep = chain["n_samples"] - chain["n_burnin"]
-        if n_keep < 4:
-            raise ValueError(
-                f"n_samples={chain['n_samples']} with n_burnin={chain['n_burnin']} keeps {n_keep} draws a "
-                f"temperature; reference='vb' needs at least 4. Raise n_samples."
-            )
-        result = referenced_ti_log_evidence(
-            X, model.n_components, model.prior_rates, n_temperatures=int(K), n_burnin=chain["n_burnin"],
-            n_keep=n_keep, tol=self.tol, max_time=self.max_time, max_refinements=self.max_refinements,
-            likelihood=likelihood,
-            likelihood_shape=likelihood_shape, random_state=self.random_state, verbose=self.verbose,
-        )
-        return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
+    def score(self, X, y=None):
+        """Log-evidence :math:`\\log p(X)` under the model.
 
-    def _evidence(self, model, X, y):
-        self._check_method_supports_likelihood()
-        if self.method == "chib":
-            return self._chib_log_evidence(model, X)
-        if self.method == "smc":
-            return self._smc_log_evidence(model, X)
-        if self.reference == "vb":
-            return self._referenced_log_evidence(model, X)
-        return super()._evidence(model, X, y)
+        For the data the estimator was fitted on this is the cached
+        ``log_evidence_``; for other data the evidence is estimated anew with
+        the same settings and ``random_state``.
 
-    def _fit_factors(self, X):
-        """Validate ``X``, fit the evidence; the posterior means of the factors."""
-        X, _ = self._validate_fit_data(X, None, reset=True)
-        check_ranks_supported(self._rank_param, getattr(self, self._rank_param), *self._rank_limit(X))
-        self._fit_evidence(X)
-        mean = self.result_.posterior_mean
-        if mean is None:
-            raise ValueError(f"method={self.method!r} returned no posterior mean of the factors.")
-        return mean
+        Parameters
+        ----------
+        X : array-like or sparse
+            Non-negative data, as ``fit`` takes it.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        log_evidence : float
+        """
+        check_is_fitted(self)
+        X = self._validate_input(self, X, reset=False)
+        if joblib.hash(X) == self._fitted_data_hash:
+            return self.log_evidence_
+        return self._log_evidence(X).log_evidence

@@ -8,55 +8,25 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import DECISION_Z, SCREEN_TOL_FACTOR, SELECTOR_DEFAULTS, SELECTOR_VB_CHAIN
+from .._config import DECISION_Z, SCREEN_TOL_FACTOR, SELECTOR_SCREEN
 from ..evidence._result import ERROR_PIECES
-from ._factorisation import check_ranks_supported
 from .search import EvidenceGridSearch
 
-__all__ = [
-    "DECISION_Z",
-    "SCREEN_TOL_FACTOR",
-    "SELECTOR_DEFAULTS",
-    "SELECTOR_KEYWORDS",
-    "SELECTOR_POSITIONAL",
-    "RankSelectorMixin",
-    "rank_selector",
-]
+__all__ = ["RankSelectorMixin", "in_the_running", "selector_constraints"]
 
 
-#: The parameters every rank selector takes after its ``ranks``, in order (its
-#: own and its model's), and its keyword-only ones beyond its model's chain
-#: settings; added to each selector's ``__init__`` by
-#: :func:`~skevidence.estimators._signature.shared_parameters`.
-SELECTOR_POSITIONAL = dict(prior_rate=1.0, method="sti", n_jobs=None, random_state=None, verbose=0)
-SELECTOR_KEYWORDS = dict(n_blocks="auto", sampler=SELECTOR_DEFAULTS["sampler"], error_score=np.nan, memory=None)
-
-
-def rank_selector(cls):
-    """Class decorator: what a selector hands every model, derived from the two signatures.
-
-    ``_passthrough`` is every parameter both the selector and its
-    ``_model_class`` take, but ``verbose`` (the selector's own progress; its
-    models get one level less); ``_parameter_constraints`` follow from it.
-    Apply it after :func:`~skevidence.estimators._signature.shared_parameters`,
-    whose groups it reads.
-    """
-    model = cls._model_class
-    cls._passthrough = tuple(name for name in inspect.signature(cls).parameters
-                             if name in inspect.signature(model).parameters and name != "verbose")
-    cls._parameter_constraints = {
+def selector_constraints(model_class, own):
+    """A selector's ``_parameter_constraints``: its own and those of the model parameters it passes on."""
+    return {
         "ranks": ["array-like"],
         "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
         "error_score": [StrOptions({"raise"}), Real],
         "memory": EvidenceGridSearch._parameter_constraints["memory"],
-        **{k: v for k, v in model._parameter_constraints.items() if k in cls._passthrough},
+        **{name: model_class._parameter_constraints[name] for name in own if name != model_class._rank_param},
     }
-    return cls
 
 
-def _in_the_running(scores, stds):
+def in_the_running(scores, stds):
     """Which candidates are within ``DECISION_Z`` combined error bars of the best (failed ones are not)."""
     ok = np.isfinite(scores)
     if not ok.any():
@@ -67,24 +37,15 @@ def _in_the_running(scores, stds):
 
 
 class RankSelectorMixin:
-    """An :class:`EvidenceGridSearch` over one rank parameter of a model estimator.
+    """An :class:`EvidenceGridSearch` over the rank of a model estimator.
 
-    Subclasses set
-
-    - ``_model_class``, the estimator of one rank;
-    - ``_rank_param``, the name of its rank parameter;
-
-    and are decorated by :func:`rank_selector`, which derives ``_passthrough``
-    (the selector parameters handed to every model unchanged) and the
-    constraints. The model class implements ``_rank_limit(X)`` returning ``(largest
-    rank, why)``, checked by :func:`check_ranks_supported` here and in the model's ``fit``.
-    ``fit`` calls :meth:`_search_ranks`, which validates ``X`` as the model
-    does and copies the best model's ``_fitted_factors`` attribute.
+    Subclasses set ``_model_class``; every parameter the selector shares with
+    it (by name; ``verbose`` is the selector's own, its models get one level
+    less) is handed to every model. ``fit`` validates ``X`` as the model does
+    and copies the best model's fitted factors.
     """
 
     _model_class = None
-    _rank_param = None
-    _passthrough = ()
 
     def __sklearn_tags__(self):
         # The selector takes what its model takes (sparse, non-negative, 3-D...).
@@ -92,7 +53,7 @@ class RankSelectorMixin:
         tags.input_tags = self._model_class().__sklearn_tags__().input_tags
         return tags
 
-    def _check_ranks(self, X):
+    def _check_ranks(self):
         """The candidate ranks as an int array, or a ``ValueError`` naming what is wrong."""
         ranks = np.asarray(self.ranks)
         if ranks.ndim != 1 or ranks.size == 0:
@@ -103,38 +64,30 @@ class RankSelectorMixin:
             ranks = ranks.astype(np.int64)
         if np.any(ranks < 1):
             raise ValueError(f"every rank must be at least 1, got {ranks.tolist()}.")
-        check_ranks_supported("ranks", ranks, *self._model_class._rank_limit(X))
         if np.unique(ranks).size != ranks.size:
             raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
         return ranks
 
     def _base_model(self):
-        params = {name: getattr(self, name) for name in self._passthrough}
-        defaults = SELECTOR_DEFAULTS if params.get("reference") == "prior" else SELECTOR_VB_CHAIN
-        for name in ("n_samples", "n_burnin"):
-            if params.get(name) == "auto":
-                params[name] = defaults[name]
-        return self._model_class(**params, verbose=max(0, self.verbose - 1))
+        model = self._model_class
+        shared = set(inspect.signature(model).parameters) & set(inspect.signature(type(self)).parameters)
+        params = {name: getattr(self, name) for name in shared - {"verbose"}}
+        return model(**params, verbose=max(0, self.verbose - 1))
 
     def _search(self, base, ranks, X):
         return EvidenceGridSearch(
-            base,
-            {self._rank_param: [int(r) for r in ranks]},
-            n_jobs=self.n_jobs,
-            error_score=self.error_score,
-            verbose=self.verbose,
-            memory=self.memory,
+            base, {self._model_class._rank_param: [int(r) for r in ranks]}, n_jobs=self.n_jobs,
+            error_score=self.error_score, verbose=self.verbose, memory=self.memory,
         ).fit(X)
 
     def _search_ranks(self, X):
         """Fit a model of every rank on ``X``; set the fitted attributes.
 
-        With an automatic budget (``reference="vb"`` and a ``tol``) every rank
-        is first estimated by one round of its chains, with no tolerance (a
-        screen: a rank far below the best is not worth a tolerance, and an
-        over- or under-fitted rank can take long to reach one); then, at
-        ``SCREEN_TOL_FACTOR * tol`` and with the tolerance halved pass after
-        pass down to ``tol``, the ranks still in the running (within
+        With ``method="rti"`` and a ``tol`` every rank is first estimated by
+        a short round of its chains with no tolerance (a screen,
+        ``SELECTOR_SCREEN`` unless ``method_params`` sets the chains); then,
+        at ``SCREEN_TOL_FACTOR * tol`` and with the tolerance halved pass
+        after pass down to ``tol``, the ranks still in the running (within
         ``DECISION_Z`` combined error bars of the best) are estimated again,
         so the budget goes where the decision is open.
         ``cv_results_["tol"]`` is the tolerance each rank last ran at (``inf``
@@ -142,10 +95,11 @@ class RankSelectorMixin:
         error bar is within ``tol``.
         """
         X = self._model_class._validate_input(self, X, reset=True)
-        ranks = self._check_ranks(X)
+        ranks = self._check_ranks()
         base = self._base_model()
-        staged = self.method == "sti" and base.reference == "vb" and base.tol is not None and ranks.size > 1
-        # The tolerances of the passes: the screen, then SCREEN_TOL_FACTOR * tol halved down to tol.
+        if base.method == "rti":
+            base.set_params(method_params={**SELECTOR_SCREEN, **(base.method_params or {})})
+        staged = base.method == "rti" and base.tol is not None and ranks.size > 1
         if staged:
             levels = [np.inf] + [base.tol * SCREEN_TOL_FACTOR / 2**k
                                  for k in range(int(np.log2(SCREEN_TOL_FACTOR)) + 1)]
@@ -156,24 +110,14 @@ class RankSelectorMixin:
         rows, estimators = {}, {}
         reached = np.full(ranks.size, np.inf)
         fitted = np.zeros(ranks.size, dtype=bool)
-        # Seconds of every rank's last fit. A refit repeats that run (same seed)
-        # before it can lengthen, and lengthens only if twice the time spent is
-        # within max_time: otherwise it would return the same estimate again.
-        last_time = np.zeros(ranks.size)
-        max_time = getattr(base, "max_time", None) if staged else None
         for level in levels:
             scores = np.array([rows[i]["log_evidence"] if i in rows and not rows[i]["error"] else np.nan
                                for i in range(ranks.size)])
             stds = np.array([np.nan_to_num(rows[i]["std"], nan=0.0) if i in rows else np.nan
                              for i in range(ranks.size)])
-            # Every rank once; then the ranks still in the running whose error
-            # bar is above this pass's tolerance. A rank that stopped short of
-            # its last tolerance (max_time) would only repeat the same run.
+            # Every rank once; then the ranks still in the running whose error bar is above this pass's tolerance.
             again = (stds > level) & (reached > level) & (stds <= reached)
-            if max_time is not None:
-                again &= 2.0 * last_time <= max_time
-            todo = ~fitted | (_in_the_running(scores, stds) & again)
-            todo = [int(i) for i in np.flatnonzero(todo)]
+            todo = [int(i) for i in np.flatnonzero(~fitted | (in_the_running(scores, stds) & again))]
             if not todo:
                 continue
             model = clone(base).set_params(tol=level if np.isfinite(level) else None) if staged else base
@@ -190,8 +134,7 @@ class RankSelectorMixin:
                 estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
                 reached[i] = level
                 fitted[i] = True
-                last_time[i] = float(res["mean_fit_time"][j])
-        params = [{self._rank_param: int(r)} for r in ranks]
+        params = [{self._model_class._rank_param: int(r)} for r in ranks]
         results = EvidenceGridSearch._format_evidence_results(params, [rows[i] for i in range(ranks.size)])
         results["tol"] = np.array([rows[i]["tol"] if staged else np.nan for i in range(ranks.size)])
         if base.tol is not None:
@@ -205,11 +148,11 @@ class RankSelectorMixin:
         best = int(results["rank_test_score"].argmin())
         self.best_rank_ = int(ranks[best])
         if estimators.get(best) is None:
-            # Only the best of each pass is kept; the overall best, refined
-            # last in a pass with worse ranks only, is that pass's best.
+            # Only the best of each pass is kept; the overall best, refined last in a pass with worse ranks
+            # only, is that pass's best.
             raise RuntimeError(f"internal error: the model of rank {self.best_rank_} was not kept.")
         self.best_estimator_ = estimators[best]
-        self.decided_ = bool(np.sum(_in_the_running(self.log_evidence_, self.log_evidence_std_)) == 1)
+        self.decided_ = bool(np.sum(in_the_running(self.log_evidence_, self.log_evidence_std_)) == 1)
         name = self._model_class._fitted_factors
         setattr(self, name, getattr(self.best_estimator_, name))
         return self
@@ -221,8 +164,7 @@ class RankSelectorMixin:
         Parameters
         ----------
         X : array-like or sparse
-            Non-negative data, as the model's ``fit`` takes it (a matrix for
-            :class:`~skevidence.PoissonNMF`, a tensor for :class:`~skevidence.PoissonPARAFAC`).
+            Non-negative data, as the model's ``fit`` takes it.
         y : None
             Ignored.
 

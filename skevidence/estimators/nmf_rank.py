@@ -1,21 +1,16 @@
-"""Choose the rank of a Poisson NMF by the evidence."""
+"""Choose the rank of a Bayesian NMF by the evidence."""
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._docs import fill_doc
-from ._factorisation import CP_PARAMETERS
-from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, rank_selector
-from ._signature import shared_parameters
+from .._config import DEFAULT_TOL
+from ._rank_selector import RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
 
 __all__ = ["BayesianNMFRankSelector"]
 
 
-@fill_doc
-@rank_selector
-@shared_parameters(CP_PARAMETERS, SELECTOR_KEYWORDS, positional=SELECTOR_POSITIONAL)
 class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator):
     """Select the rank of a Bayesian NMF (Poisson, exponential or Gamma entries) by its evidence.
 
@@ -31,33 +26,53 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     Parameters
     ----------
     ranks : sequence of int, default=(1, 2, 4, 8, 16)
-        Candidate ranks; each at least 1 and at most ``min(n_samples, n_features)``.
+        Candidate ranks, each at least 1 (also above ``min(n_samples, n_features)``).
     prior_rate : float or "auto", default=1.0
         Rate of the exponential priors (see :class:`PoissonNMF`); ``"auto"``
         follows the data's scale, rank by rank.
-    method : {"sti", "chib", "smc"}, default="sti"
-        Evidence method (see the model estimator).
-    %(reference_parameters)s
-    %(search_parameters)s
-    sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
-        SG-MCMC update rule of every rank's chains (see :class:`PoissonNMF`).
-        The default differs from :class:`PoissonNMF`'s (the papers' pSGLD):
-        log-space SGLD is the one whose evidences agree with the closed form
-        and with Chib's method, while pSGLD can stall near zero and fall
-        hundreds of nats low (read the :ref:`accuracy notes <nmf>`).
-    %(selector_chain_parameters)s
-    likelihood, likelihood_shape
-        The density of an entry given :math:`WH` (see :class:`PoissonNMF`):
+    prior_rate_h, likelihood, likelihood_shape, method, method_params
+        Passed to every :class:`PoissonNMF` (see there):
         ``likelihood="exponential"`` with ``prior_rate="auto"`` on a power
-        spectrogram chooses a rank that does not depend on the recording's level.
-    n_blocks, prior_rate_h, temperatures, ladder, step_size, step_decay, \
-n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
-        Passed to every :class:`PoissonNMF` (see there).
-    %(failure_parameters)s
+        spectrogram chooses a rank that does not depend on the recording's
+        level. With ``method="rti"`` every rank is first screened by a short
+        round of its chains (``n_burnin=50, n_keep=100`` unless
+        ``method_params`` sets them).
+    tol : float or None, default=1.0
+        ``method="rti"``: after the screen, the ranks still within three
+        combined error bars of the best are refined, pass by pass, to error
+        bars of ``8 * tol``, ``4 * tol``, ... ``tol`` nats; ``None``: the
+        screen alone.
+    n_jobs : int, default=None
+        Ranks fitted in parallel; each task caps numba's threads at
+        ``cores // n_jobs``. Results do not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seed shared by every rank (common random numbers).
+    verbose : int, default=0
+        ``>= 1``: a line per finished rank; ``>= 2``: also per temperature.
+    error_score : "raise" or float, default=np.nan
+        Score of a rank whose fit fails (``"raise"`` propagates the error).
+    memory : str, path-like or joblib.Memory, default=None
+        Cache of finished ranks: an interrupted selection run again with the
+        same ``memory`` resumes where it stopped (see :class:`EvidenceGridSearch`).
 
     Attributes
     ----------
-    %(selector_attributes)s
+    ranks_ : ndarray of shape (n_ranks,)
+        The candidate ranks, in the order given.
+    log_evidence_ : ndarray of shape (n_ranks,)
+        Log-evidence of each rank (``error_score`` where it failed).
+    log_evidence_std_ : ndarray of shape (n_ranks,)
+        Their error bars.
+    model_probabilities_ : ndarray of shape (n_ranks,)
+        Posterior probability of each rank under a uniform prior over ``ranks``.
+    best_rank_ : int
+        The rank of largest evidence.
+    decided_ : bool
+        Whether every other rank is more than three combined error bars below it.
+    errors_ : dict
+        Rank -> error message, for the ranks whose fit failed.
+    cv_results_ : dict
+        The underlying :class:`EvidenceGridSearch` results.
     best_estimator_ : PoissonNMF
         The fitted model of rank `best_rank_`.
     components_ : ndarray of shape (`best_rank_`, n_features)
@@ -76,27 +91,33 @@ n_gibbs, n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
     >>> from skevidence import BayesianNMFRankSelector
     >>> rng = np.random.default_rng(0)
     >>> X = rng.poisson(5 * rng.exponential(size=(40, 2)) @ rng.exponential(size=(2, 30)))
-    >>> sel = BayesianNMFRankSelector(ranks=(1, 2, 3), temperatures=5, n_samples=600,
-    ...                               n_burnin=300, random_state=0).fit(X)
+    >>> sel = BayesianNMFRankSelector(ranks=(1, 2, 3), random_state=0).fit(X)
     >>> int(sel.best_rank_)
     2
     """
 
     _model_class = PoissonNMF
-    _rank_param = "n_components"
 
-    def __init__(
-        self,
-        ranks=(1, 2, 4, 8, 16),
-        *,
-        likelihood="poisson",
-        likelihood_shape=1.0,
-        prior_rate_h=None,
-    ):
+    _parameter_constraints = selector_constraints(PoissonNMF, ("prior_rate", "prior_rate_h", "likelihood",
+                                                               "likelihood_shape", "method", "method_params", "tol",
+                                                               "random_state", "verbose"))
+
+    def __init__(self, ranks=(1, 2, 4, 8, 16), prior_rate=1.0, *, prior_rate_h=None, likelihood="poisson",
+                 likelihood_shape=1.0, method="rti", method_params=None, tol=DEFAULT_TOL, n_jobs=None,
+                 random_state=None, verbose=0, error_score=np.nan, memory=None):
         self.ranks = ranks
+        self.prior_rate = prior_rate
+        self.prior_rate_h = prior_rate_h
         self.likelihood = likelihood
         self.likelihood_shape = likelihood_shape
-        self.prior_rate_h = prior_rate_h
+        self.method = method
+        self.method_params = method_params
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.error_score = error_score
+        self.memory = memory
 
     def transform(self, X):
         """Activations of ``X`` under the best model (see :meth:`PoissonNMF.transform`).

@@ -1,26 +1,22 @@
 """Choose the rank of a Poisson PARAFAC by the evidence."""
 
+import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._docs import fill_doc
-from ._factorisation import CP_PARAMETERS
-from ._rank_selector import SELECTOR_KEYWORDS, SELECTOR_POSITIONAL, RankSelectorMixin, rank_selector
-from ._signature import shared_parameters
+from .._config import DEFAULT_TOL
+from ._rank_selector import RankSelectorMixin, selector_constraints
 from .poisson_parafac import PoissonPARAFAC
 
 __all__ = ["PARAFACRankSelector"]
 
 
-@fill_doc
-@rank_selector
-@shared_parameters(CP_PARAMETERS, SELECTOR_KEYWORDS, positional=SELECTOR_POSITIONAL)
 class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     """Select the rank of a Poisson PARAFAC of a count tensor by its Bayesian evidence.
 
     Fits :class:`PoissonPARAFAC` for every rank in ``ranks`` on all the data
     (an :class:`EvidenceGridSearch` over ``rank``, ranks in parallel with
     joblib) and keeps the rank of largest log-evidence, with the posterior
-    probabilities of the ranks under a uniform prior. The twin of
+    probabilities of the ranks under a uniform prior: the twin of
     :class:`BayesianNMFRankSelector` for three-way data such as sender ×
     receiver × week counts. A rank whose fit fails is recorded in ``errors_``
     and never chosen; the others are kept.
@@ -33,30 +29,17 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
     Parameters
     ----------
     ranks : sequence of int, default=(1, 2, ..., 11)
-        Candidate ranks; each at least 1 and at most ``min(IJ, IK, JK)``
-        for an ``I × J × K`` tensor (every tensor is a sum of that many
-        rank-one terms).
+        Candidate ranks, each at least 1.
     prior_rate : float or sequence of 3 floats, default=1.0
         Rate of the exponential priors (see :class:`PoissonPARAFAC`).
-    method : {"sti", "chib", "smc"}, default="sti"
-        Evidence method (``"chib"`` and ``"smc"`` for integer tensors; see
-        :class:`PoissonPARAFAC`).
-    %(reference_parameters)s
-    %(search_parameters)s
-    sampler : {"logsgld", "psgld", "sgld"} or Sampler, default="logsgld"
-        SG-MCMC update rule of every rank's chains. The default differs from
-        :class:`PoissonPARAFAC`'s (the papers' pSGLD) for the reason given
-        there: log-space SGLD is the one that agrees with the closed-form
-        rank-1 evidence.
-    %(selector_chain_parameters)s
-    n_blocks, temperatures, ladder, step_size, step_decay, n_gibbs, \
-n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
-        Passed to every :class:`PoissonPARAFAC` (see there).
-    %(failure_parameters)s
+    method, method_params, tol, n_jobs, random_state, verbose, error_score, memory
+        As for :class:`BayesianNMFRankSelector`; ``method`` and
+        ``method_params`` are passed to every :class:`PoissonPARAFAC`.
 
     Attributes
     ----------
-    %(selector_attributes)s
+    ranks_, log_evidence_, log_evidence_std_, model_probabilities_, best_rank_, decided_, errors_, cv_results_
+        As for :class:`BayesianNMFRankSelector`.
     best_estimator_ : PoissonPARAFAC
         The fitted model of rank `best_rank_`.
     factors_ : tuple of 3 ndarrays
@@ -77,15 +60,25 @@ n_gibbs_burnin, n_reduced, n_particles, n_smc_runs
     >>> rng = np.random.default_rng(0)
     >>> A, B, C = (3 * rng.exponential(size=(n, 2)) for n in (10, 8, 6))
     >>> X = rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C))
-    >>> sel = PARAFACRankSelector(ranks=(1, 2, 3), temperatures=5, n_samples=1000,
-    ...                           n_burnin=500, random_state=0).fit(X)
-    >>> int(sel.best_rank_) in (2, 3)  # rank 1 is far behind; ranks 2 and 3 tie within their error bars
-    True
+    >>> sel = PARAFACRankSelector(ranks=(1, 2, 3), random_state=0).fit(X)
+    >>> int(sel.best_rank_)
+    2
     """
 
     _model_class = PoissonPARAFAC
-    _rank_param = "rank"
 
-    def __init__(self, ranks=tuple(range(1, 12))):
+    _parameter_constraints = selector_constraints(PoissonPARAFAC, ("prior_rate", "method", "method_params", "tol",
+                                                                   "random_state", "verbose"))
+
+    def __init__(self, ranks=tuple(range(1, 12)), prior_rate=1.0, *, method="rti", method_params=None,
+                 tol=DEFAULT_TOL, n_jobs=None, random_state=None, verbose=0, error_score=np.nan, memory=None):
         self.ranks = ranks
-
+        self.prior_rate = prior_rate
+        self.method = method
+        self.method_params = method_params
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.error_score = error_score
+        self.memory = memory

@@ -2,18 +2,17 @@
 
 from ._base import Sampler, mirror
 from ._schedule import StepSizeSchedule
-from .log_sgld import LogSGLD
 from .psgld import PSGLD
 from .sghmc import SGHMC
 from .sgld import SGLD
 
-__all__ = ["LogSGLD", "PSGLD", "SGHMC", "SGLD", "Sampler", "StepSizeSchedule", "get_sampler", "mirror"]
+__all__ = ["PSGLD", "SGHMC", "SGLD", "Sampler", "StepSizeSchedule", "get_sampler", "mirror"]
 
-_BY_NAME = {"sgld": SGLD, "psgld": PSGLD, "logsgld": LogSGLD, "sghmc": SGHMC}
+_BY_NAME = {"sgld": SGLD, "psgld": PSGLD, "sghmc": SGHMC}
 
 
 def get_sampler(sampler):
-    """A :class:`Sampler` from its name (``"sgld"``, ``"psgld"``, ``"logsgld"``, ``"sghmc"``) or itself."""
+    """A :class:`Sampler` from its name (``"sgld"``, ``"psgld"``, ``"sghmc"``) or itself."""
     if isinstance(sampler, Sampler):
         return sampler
     if isinstance(sampler, str) and sampler.lower() in _BY_NAME:

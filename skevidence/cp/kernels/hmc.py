@@ -1,4 +1,4 @@
-r"""Metropolis-adjusted HMC along a referenced temperature ladder for Poisson CP models.
+r"""Metropolis-adjusted HMC along a referenced temperature ladder for CP models.
 
 The target at inverse temperature :math:`t` is
 
@@ -19,8 +19,7 @@ thermodynamic integrand
 **Moves.** Leapfrog trajectories with a diagonal mass (the inverse of
 :math:`q`'s variance of :math:`\log\theta`, :math:`\psi'(\alpha)`) and a
 Metropolis-Hastings step on the exact :math:`\pi_t`, so no step-size bias
-remains (unadjusted Langevin steps came out 1-4 nats high on small cases
-against an exact sampler). The leapfrog uses the gradient of the single-labelling
+remains. The leapfrog uses the gradient of the single-labelling
 :math:`q` (a valid, volume-preserving and reversible map whatever field
 drives it); the MH step uses :math:`q_{\mathrm{sym}}`, so the chain samples
 :math:`\pi_t` restricted to the labelling region it starts in, which by
@@ -34,11 +33,8 @@ identity and its transpositions for large ``R`` (the labellings a chain near
 the identity can reach; far ones weigh :math:`e^{-10^5}` at the main job's
 size).
 
-**Likelihood.** :func:`ratio_pass` gives :math:`\sum x \log V` and
-:math:`\partial/\partial F^{(m)}_{ir}` of :math:`\sum x\log V`; dense
-matrices use three BLAS products, anything else a loop over the non-zeros
-(:math:`O(\mathrm{nnz}\,R\,N)`). :math:`\sum V` and its gradient come from the
-column sums.
+**Likelihood.** Its value and gradient come from
+:func:`~skevidence.cp.kernels.passes.log_likelihood`.
 
 **Random numbers.** Each call seeds numba's generator of the thread it runs
 on, so a call's result depends on its seed alone; callers run independent
@@ -51,175 +47,9 @@ import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
+from .passes import log_likelihood
 
-__all__ = ["cp_log_likelihood", "fisher_pass", "ratio_pass", "run_referenced_ladder", "symmetric_log_q"]
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
-def _entry(x, v, kappa, with_value):
-    """An entry's term of the pass's value (0 without ``with_value``) and its factor of the gradient."""
-    if kappa > 0.0:
-        return (-kappa * (math.log(v) + x / v) if with_value else 0.0), kappa * (x - v) / (v * v)
-    return (x * math.log(v) if with_value else 0.0), x / v
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def ratio_pass(dense2, X, coords, vals, F, offsets, out, with_value=True, kappa=0.0):
-    r"""Fill ``out`` with :math:`\partial_F \sum_e x_e \log V_e` and return :math:`\sum_e x_e \log V_e`.
-
-    ``F`` is the stacked ``(sum_m n_m, R)`` factor array, ``offsets`` its
-    mode starts (length ``N + 1``). With ``dense2`` the data are the dense
-    matrix ``X``; otherwise the non-zeros ``coords`` (``(nnz, N)``) and
-    ``vals``. Without ``with_value`` the logarithms are skipped (about half
-    the time of a pass) and 0 is returned: the inner leapfrog steps need the
-    gradient only.
-
-    With ``kappa > 0`` the entries are Gamma of shape :math:`\kappa` and mean
-    :math:`V` (``kappa = 1``: exponential) and the pass gives
-    :math:`-\kappa\sum_e (\log V_e + x_e / V_e)` and its gradient, whose
-    per-entry factor is :math:`\kappa (x - V) / V^2`; zeros are not special
-    there, so ``coords, vals`` must then list every entry.
-    """
-    out[:] = 0.0
-    total = 0.0
-    if dense2:
-        I = offsets[1]
-        W = F[:I]
-        Ht = F[I:]
-        V = W @ Ht.T
-        n, m = X.shape
-        Q = np.empty_like(V)
-        for i in range(n):
-            for j in range(m):
-                x = X[i, j]
-                # A Poisson zero adds nothing (and V may be 0 there); a Gamma entry always does.
-                if kappa > 0.0 or x > 0.0:
-                    term, Q[i, j] = _entry(x, V[i, j], kappa, with_value)
-                    total += term
-                else:
-                    Q[i, j] = 0.0
-        out[:I] = Q @ Ht
-        out[I:] = Q.T @ W
-        return total
-    N = coords.shape[1]
-    R = F.shape[1]
-    if N == 2:
-        # A matrix's entries: the general loop's products in its order (the same bits), without its
-        # loops over the modes (a pass on a 100 x 75 matrix of rank 3 takes a third of the time).
-        I = offsets[1]
-        for e in range(vals.shape[0]):
-            a = coords[e, 0]
-            b = I + coords[e, 1]
-            v = 0.0
-            for r in range(R):
-                v += F[a, r] * F[b, r]
-            term, w = _entry(vals[e], v, kappa, with_value)
-            total += term
-            for r in range(R):
-                out[a, r] += w * F[b, r]
-                out[b, r] += w * F[a, r]
-        return total
-    for e in range(vals.shape[0]):
-        v = 0.0
-        for r in range(R):
-            p = 1.0
-            for m in range(N):
-                p *= F[offsets[m] + coords[e, m], r]
-            v += p
-        term, w = _entry(vals[e], v, kappa, with_value)
-        total += term
-        for m in range(N):
-            row = offsets[m] + coords[e, m]
-            for r in range(R):
-                p = w
-                for k in range(N):
-                    if k != m:
-                        p *= F[offsets[k] + coords[e, k], r]
-                out[row, r] += p
-    return total
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def fisher_pass(dense2, X, coords, F, offsets, kappa, out):
-    r"""Fill ``out`` with the Gamma likelihood's expected curvature
-    :math:`\kappa\sum_e (\partial V_e/\partial F_{ir})^2 / V_e^2`.
-
-    The diagonal of the Fisher information in the factors (the data enter
-    through their positions only: :math:`E[x] = V`); ``coords`` list every
-    entry unless ``dense2``. The Laplace reference of
-    :func:`skevidence.evidence.referenced.laplace_reference` is built on it.
-    """
-    out[:] = 0.0
-    if dense2:
-        I = offsets[1]
-        W = F[:I]
-        Ht = F[I:]
-        V = W @ Ht.T
-        Q = kappa / (V * V)
-        out[:I] = Q @ (Ht * Ht)
-        out[I:] = Q.T @ (W * W)
-        return
-    N = coords.shape[1]
-    R = F.shape[1]
-    for e in range(coords.shape[0]):
-        v = 0.0
-        for r in range(R):
-            p = 1.0
-            for m in range(N):
-                p *= F[offsets[m] + coords[e, m], r]
-            v += p
-        w = kappa / (v * v)
-        for m in range(N):
-            row = offsets[m] + coords[e, m]
-            for r in range(R):
-                p = 1.0
-                for k in range(N):
-                    if k != m:
-                        p *= F[offsets[k] + coords[e, k], r]
-                out[row, r] += w * p * p
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _column_sums(F, offsets, sums):
-    N = offsets.shape[0] - 1
-    R = F.shape[1]
-    for m in range(N):
-        for r in range(R):
-            s = 0.0
-            for i in range(offsets[m], offsets[m + 1]):
-                s += F[i, r]
-            sums[m, r] = s
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def cp_log_likelihood(dense2, X, coords, vals, F, offsets, grad, sums, lgamma_total, with_value=True, kappa=0.0):
-    r""":math:`\log p(X \mid F)` and, in ``grad``, its gradient with respect to ``F``.
-
-    Poisson for ``kappa == 0`` (``lgamma_total`` is :math:`\sum\log\Gamma(x + 1)`),
-    Gamma of shape ``kappa`` otherwise (``lgamma_total`` is then minus the
-    data's constant :math:`\sum_e \kappa\log\kappa - \log\Gamma(\kappa) + (\kappa - 1)\log x_e`).
-    Without ``with_value`` only the gradient is right (the value is not computed).
-    """
-    total = ratio_pass(dense2, X, coords, vals, F, offsets, grad, with_value, kappa)
-    if kappa > 0.0:
-        return total - lgamma_total
-    _column_sums(F, offsets, sums)
-    N = offsets.shape[0] - 1
-    R = F.shape[1]
-    mass = 0.0
-    for r in range(R):
-        p = 1.0
-        for m in range(N):
-            p *= sums[m, r]
-        mass += p
-        for m in range(N):
-            others = 1.0
-            for k in range(N):
-                if k != m:
-                    others *= sums[k, r]
-            for i in range(offsets[m], offsets[m + 1]):
-                grad[i, r] -= others
-    return total - mass - lgamma_total
+__all__ = ["run_referenced_ladder", "symmetric_log_q"]
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -308,7 +138,7 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, sums, lgamma_total, kappa, alpha,
+def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad_phi, lik_grad, sums, alpha,
            log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value=True):
     """Log target, integrand U, log-likelihood and the leapfrog field at ``phi`` (``theta`` and the
     likelihood's gradient ``lik_grad`` are filled).
@@ -319,8 +149,8 @@ def _state(t, dense2, X, coords, vals, offsets, phi, theta, grad_phi, lik_grad, 
     for d in range(D):
         for r in range(R):
             theta[d, r] = math.exp(phi[d, r])
-    loglik = cp_log_likelihood(dense2, X, coords, vals, theta, offsets, lik_grad, sums, lgamma_total, with_value,
-                               kappa)
+    loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums,
+                            with_value)
     logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact,
                         C, terms, with_value)
     return logp, U, loglik
@@ -533,7 +363,7 @@ def _draw_q(alpha, beta, phi):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa, alpha, beta, rates, inv_mass, perms,
+def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, constant, alpha, beta, rates, inv_mass, perms,
                           log_r_fact, temperatures, levels, chained, phi_levels, step_levels, n_burnin, n_keep,
                           n_leapfrog, seed, U_out, accept_out, theta_sum, scale_moves):
     r"""Run a chain at every temperature ``temperatures[levels[i]]``, in turn.
@@ -580,14 +410,14 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
         if t == 0.0:
             for it in range(n_keep):
                 _draw_q(alpha, beta, phi)
-                _, U_out[i, it], _ = _state(0.0, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad,
-                                            sums, lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms,
+                _, U_out[i, it], _ = _state(0.0, dense2, X, coords, vals, offsets, kappa, floor, constant, phi,
+                                            theta, grad, lik_grad, sums, alpha, log_norm_q, beta, rates, perms,
                                             log_r_fact, C, terms)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
-        logp, U, loglik = _state(t, dense2, X, coords, vals, offsets, phi, theta, grad, lik_grad, sums,
-                                 lgamma_total, kappa, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
+        logp, U, loglik = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad,
+                                 lik_grad, sums, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
         mu = math.log(10.0 * step)
@@ -620,8 +450,8 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, lgamma_total, kappa,
                     break
                 # The log target is needed at the end of the trajectory only.
                 last = step_i == n_leapfrog - 1
-                logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, phi_new, theta, grad_new,
-                                                     lik_grad_new, sums, lgamma_total, kappa, alpha, log_norm_q, beta,
+                logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi_new,
+                                                     theta, grad_new, lik_grad_new, sums, alpha, log_norm_q, beta,
                                                      rates, perms, log_r_fact, C, terms, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):

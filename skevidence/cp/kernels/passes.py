@@ -1,0 +1,160 @@
+r"""The likelihood's passes over the data: its value and gradient in the factors, and its Fisher information.
+
+The factors of all modes are the row blocks of one ``(D, R)`` array ``F``,
+mode ``m`` in rows ``offsets[m]:offsets[m + 1]``, and an entry's mean is
+:math:`v_e = \sum_r \prod_m F_{o_m + i_m(e),\,r} + f` with ``f`` the noise
+floor. The passes visit the listed entries for the entry part
+:math:`\tau(x, v)` of :mod:`~skevidence.cp.likelihood` — a dense matrix
+through three BLAS products, anything else by a loop over the listed entries
+(:math:`O(n\,R\,N)`) — and take the linear part :math:`-\sum v` (Poisson) and
+its gradient from the factors' column sums.
+"""
+
+import numpy as np
+from numba import njit
+
+from ..._config import FASTMATH
+from ..likelihood import entry
+
+__all__ = ["column_sums", "entry_pass", "fisher_pass", "log_likelihood"]
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
+def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_value=True):
+    r"""Fill ``out`` with :math:`\partial_F \sum_e \tau(x_e, v_e)` and return :math:`\sum_e \tau(x_e, v_e)`.
+
+    With ``dense2`` the data are the dense matrix ``X``; otherwise the listed
+    entries ``coords`` (``(n, N)``) and ``vals``. Without ``with_value`` the
+    logarithms are skipped and 0 is returned (a leapfrog step needs the
+    gradient only).
+    """
+    out[:] = 0.0
+    total = 0.0
+    if dense2:
+        I = offsets[1]
+        W = F[:I]
+        Ht = F[I:]
+        V = W @ Ht.T
+        n, m = X.shape
+        for i in range(n):
+            for j in range(m):
+                term, V[i, j] = entry(X[i, j], V[i, j] + floor, kappa, with_value)
+                total += term
+        out[:I] = V @ Ht
+        out[I:] = V.T @ W
+        return total
+    N = coords.shape[1]
+    R = F.shape[1]
+    if N == 2:
+        I = offsets[1]
+        for e in range(vals.shape[0]):
+            a = coords[e, 0]
+            b = I + coords[e, 1]
+            v = floor
+            for r in range(R):
+                v += F[a, r] * F[b, r]
+            term, w = entry(vals[e], v, kappa, with_value)
+            total += term
+            for r in range(R):
+                out[a, r] += w * F[b, r]
+                out[b, r] += w * F[a, r]
+        return total
+    for e in range(vals.shape[0]):
+        v = floor
+        for r in range(R):
+            p = 1.0
+            for m in range(N):
+                p *= F[offsets[m] + coords[e, m], r]
+            v += p
+        term, w = entry(vals[e], v, kappa, with_value)
+        total += term
+        for m in range(N):
+            row = offsets[m] + coords[e, m]
+            for r in range(R):
+                p = w
+                for k in range(N):
+                    if k != m:
+                        p *= F[offsets[k] + coords[e, k], r]
+                out[row, r] += p
+    return total
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def column_sums(F, offsets, sums):
+    """Each mode's column sums of the stacked ``F`` into ``sums`` (``(N, R)``)."""
+    R = F.shape[1]
+    for m in range(offsets.shape[0] - 1):
+        for r in range(R):
+            s = 0.0
+            for i in range(offsets[m], offsets[m + 1]):
+                s += F[i, r]
+            sums[m, r] = s
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
+def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, grad, sums, with_value=True):
+    r""":math:`\log p(X \mid F)` and, in ``grad``, its gradient in ``F`` (``sums``: ``(N, R)`` work space).
+
+    ``constant`` is the data's :math:`\sum c(x)`. Without ``with_value`` only
+    the gradient is right.
+    """
+    total = entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, grad, with_value)
+    if kappa > 0.0:
+        return total - constant
+    # The Poisson linear part: -sum V = -sum_r prod_m (column sum of mode m)_r.
+    column_sums(F, offsets, sums)
+    N = offsets.shape[0] - 1
+    R = F.shape[1]
+    mass = 0.0
+    for r in range(R):
+        p = 1.0
+        for m in range(N):
+            p *= sums[m, r]
+        mass += p
+        for m in range(N):
+            others = 1.0
+            for k in range(N):
+                if k != m:
+                    others *= sums[k, r]
+            for i in range(offsets[m], offsets[m + 1]):
+                grad[i, r] -= others
+    return total - mass - constant
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
+def fisher_pass(dense2, X, coords, F, offsets, kappa, floor, out):
+    r"""Fill ``out`` with the Gamma likelihood's expected curvature :math:`\kappa\sum_e (\partial v_e/\partial F_{ir})^2 / v_e^2`.
+
+    The diagonal of the Fisher information in the factors (the data enter
+    through their positions only, :math:`E[x] = v`); ``coords`` list every
+    entry unless ``dense2``.
+    """
+    out[:] = 0.0
+    if dense2:
+        I = offsets[1]
+        W = F[:I]
+        Ht = F[I:]
+        V = W @ Ht.T + floor
+        Q = kappa / (V * V)
+        out[:I] = Q @ (Ht * Ht)
+        out[I:] = Q.T @ (W * W)
+        return
+    N = coords.shape[1]
+    R = F.shape[1]
+    for e in range(coords.shape[0]):
+        v = floor
+        for r in range(R):
+            p = 1.0
+            for m in range(N):
+                p *= F[offsets[m] + coords[e, m], r]
+            v += p
+        w = kappa / (v * v)
+        for m in range(N):
+            row = offsets[m] + coords[e, m]
+            for r in range(R):
+                p = 1.0
+                for k in range(N):
+                    if k != m:
+                        p *= F[offsets[k] + coords[e, k], r]
+                out[row, r] += w * p * p
+
