@@ -14,10 +14,12 @@ from scipy.special import gammaln, logsumexp
 from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from skevidence import BayesianNMFRankSelector, PoissonNMF
 from skevidence.datasets import make_harmonic_melody
-from skevidence.cp.reference import _Data, laplace_reference
+from skevidence.cp.data import CPData
+from skevidence.cp.kernels.passes import fisher_pass, log_likelihood
+from skevidence.cp.likelihood import entry, log_density
+from skevidence.cp.model import auto_prior_rate
+from skevidence.cp.reference import laplace_reference
 from skevidence.cp.rti import referenced_ti_log_evidence
-from skevidence.cp.kernels.hmc import cp_log_likelihood, fisher_pass, ratio_pass
-from skevidence.cp.model import GammaLikelihood, auto_prior_rate
 
 # ----------------------------------------------------------------------------- NumPy twins
 
@@ -36,20 +38,17 @@ def test_gamma_log_likelihood_matches_numpy(shape, kappa, as_sparse):
     F, offsets = stacked_factors(rng, shape, R)
     X = rng.gamma(kappa, naive_intensity(F, offsets, shape) / kappa)
     # A sparse input is read densely: every entry is an observation.
-    data = _Data(sparse.coo_array(X) if as_sparse and len(shape) == 2 else X, kappa)
+    data = CPData.from_array(sparse.coo_array(X) if as_sparse and len(shape) == 2 else X, kappa)
+    dense2, Xd, coords, vals, _, _, floor = data.pass_args()
     grad = np.empty_like(F)
     sums = np.empty((len(shape), R))
-    value = cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad, sums,
-                              data.lgamma_total, True, kappa)
+    value = log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums)
     assert value == pytest.approx(naive_log_likelihood(X, F, offsets, kappa), rel=1e-12)
     expected = numeric_gradient(lambda G: naive_log_likelihood(X, G, offsets, kappa), F)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
     # Without the value, the same gradient.
-    out = np.empty_like(F)
-    ratio_pass(data.dense2, data.X, data.coords, data.vals, F, offsets, out, False, kappa)
     grad2 = np.empty_like(F)
-    cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad2, sums, data.lgamma_total,
-                      False, kappa)
+    log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad2, sums, False)
     np.testing.assert_allclose(grad2, grad, rtol=1e-12)
 
 
@@ -59,9 +58,10 @@ def test_fisher_pass_matches_numpy(shape):
     kappa, R = 2.0, 3
     F, offsets = stacked_factors(rng, shape, R)
     X = rng.gamma(kappa, naive_intensity(F, offsets, shape) / kappa)
-    data = _Data(X, kappa)
+    data = CPData.from_array(X, kappa)
+    dense2, Xd, coords, _, _, _, floor = data.pass_args()
     out = np.empty_like(F)
-    fisher_pass(data.dense2, data.X, data.coords, F, offsets, kappa, out)
+    fisher_pass(dense2, Xd, coords, F, offsets, kappa, floor, out)
     # The expected curvature: kappa * sum_e (dV_e / dF)^2 / V_e^2, by finite differences of V.
     V = naive_intensity(F, offsets, shape)
     expected = np.zeros_like(F)
@@ -73,112 +73,29 @@ def test_fisher_pass_matches_numpy(shape):
     np.testing.assert_allclose(out, expected, rtol=1e-4)
 
 
-def test_gamma_likelihood_object_matches_scipy():
+def test_entry_density_and_derivative_match_scipy():
     rng = np.random.default_rng(2)
     V = rng.gamma(2.0, 1.0, size=(4, 5))
     X = rng.gamma(3.0, V / 3.0)
-    lik = GammaLikelihood(3.0)
-    np.testing.assert_allclose(lik.log_density(X, V), stats.gamma.logpdf(X, 3.0, scale=V / 3.0), rtol=1e-12)
+    np.testing.assert_allclose(log_density(X, V, 3.0), stats.gamma.logpdf(X, 3.0, scale=V / 3.0), rtol=1e-12)
     h = 1e-7
-    numeric = (lik.log_density(X, V + h) - lik.log_density(X, V - h)) / (2 * h)
-    np.testing.assert_allclose(lik.grad_intensity(X, V), numeric, rtol=1e-5)
+    numeric = (log_density(X, V + h, 3.0) - log_density(X, V - h, 3.0)) / (2 * h)
+    scalar = getattr(entry, "py_func", entry)
+    derivative = np.vectorize(lambda x, v: scalar(x, v, 3.0, False)[1])(X, V)
+    np.testing.assert_allclose(derivative, numeric, rtol=1e-5)
 
 
-# ----------------------------------------------------------------------------- the SG-MCMC chain kernels
-
-
-def _gamma_matrix(I, J, R, kappa, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.gamma(kappa, rng.gamma(1.0, 1.0, (I, R)) @ rng.gamma(1.0, 1.0, (R, J)) / kappa)
-    return X, rng.uniform(0.5, 1.5, (I, R)), rng.uniform(0.5, 1.5, (R, J))
-
-
-# (sampler, step_a): steps that move the factors by O(1) in 20 iterations.
-CHAIN_SAMPLERS = [("sgld", 1e-3), ("psgld", 1e-5), ("logsgld", 0.05)]
-
-
-@pytest.mark.parametrize("kappa", [1.0, 2.5])
-@pytest.mark.parametrize(("sampler", "step_a"), CHAIN_SAMPLERS)
-@pytest.mark.parametrize(("I", "J", "R", "B"), [(7, 5, 2, 1), (10, 8, 3, 2), (9, 12, 4, 4)])
-def test_nmf_chain_kernel_matches_twin(I, J, R, B, sampler, step_a, kappa):
-    from naive_nmf import naive_nmf_chain
-    from skevidence.cp.kernels.nmf import NMFData, run_nmf_chain
-
-    X, W0, H0 = _gamma_matrix(I, J, R, kappa, seed=I + R)
-    settings = dict(temperature=0.7, n_samples=20, n_burnin=5, step_a=step_a, step_b=0.51, sampler=sampler,
-                    alpha=0.99, sigma=1e-5, freeze=True, lam_w=1.0, lam_h=1.5, max_capped_fraction=1.0)
-    data = NMFData.from_array(X, B, kappa=kappa)
-    W, H = W0.copy(), H0.copy()
-    result = run_nmf_chain(data, W, H, seed_seq=np.random.SeedSequence(3), **settings)
-    twin = naive_nmf_chain(X, W0, H0, row_bounds=data.row_bounds, col_bounds=data.col_bounds,
-                           seed_seq=np.random.SeedSequence(3), kappa=kappa, **settings)
-    np.testing.assert_allclose(result.log_likelihood, twin["log_likelihood"], rtol=1e-10)
-    for got, key in [(W, "W"), (H, "H"), (result.W_mean, "W_mean"), (result.H_mean, "H_mean")]:
-        np.testing.assert_allclose(got, twin[key], rtol=1e-10, atol=1e-10, err_msg=key)
-    assert result.capped_fraction == twin["capped_fraction"]
-    assert np.abs(W - W0).max() > 0.05  # the chain did move
-
-
-@pytest.mark.parametrize("kappa", [1.0, 2.5])
-@pytest.mark.parametrize(("sampler", "step_a"), [("sgld", 3e-4), ("logsgld", 0.05)])
-def test_parafac_chain_kernel_matches_twin(sampler, step_a, kappa):
-    from naive_parafac import naive_parafac_chain
-    from skevidence.cp.kernels.parafac import PARAFACData, run_parafac_chain
-
-    rng = np.random.default_rng(8)
-    shape, R = (7, 6, 5), 3
-    X = rng.gamma(kappa, np.einsum("ir,jr,kr->ijk", *(rng.gamma(1.0, 1.0, (n, R)) for n in shape)) / kappa)
-    factors = [rng.uniform(0.5, 1.5, (n, R)) for n in shape]
-    settings = dict(temperature=1.0, n_samples=20, n_burnin=5, step_a=step_a, step_b=0.51, sampler=sampler,
-                    alpha=0.99, sigma=1e-5, freeze=True, prior_rates=(1.0, 1.5, 0.7), max_capped_fraction=1.0)
-    data = PARAFACData.from_array(X, 2, kappa=kappa)
-    got = [f.copy() for f in factors]
-    result = run_parafac_chain(data, got, seed_seq=np.random.SeedSequence(4), **settings)
-    twin = naive_parafac_chain(X, factors, bounds=data.bounds, seed_seq=np.random.SeedSequence(4), kappa=kappa,
-                               **settings)
-    np.testing.assert_allclose(result.log_likelihood, twin["log_likelihood"], rtol=1e-10)
-    for a, b in zip(got, twin["factors"]):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
-    assert max(np.abs(a - b).max() for a, b in zip(got, factors)) > 0.05
-
-
-@pytest.mark.parametrize("kappa", [1.0, 2.5])
-def test_prior_scoring_matches_twin(kappa):
-    from naive_nmf import naive_prior_scores
-    from skevidence.cp.kernels import rng as _rng
-    from skevidence.cp.kernels.nmf import NMFData, score_nmf_prior
-
-    X, _, _ = _gamma_matrix(9, 12, 3, kappa, seed=2)
-    data = NMFData.from_array(X, 3, kappa=kappa)
-    result, W, H = score_nmf_prior(data, 3, 7, lam_w=1.5, lam_h=0.7, seed_seq=np.random.SeedSequence(11))
-    scores, W_mean, H_mean, _, _ = naive_prior_scores(
-        X, 3, 7, lam_w=1.5, lam_h=0.7, row_bounds=data.row_bounds, col_bounds=data.col_bounds,
-        streams=_rng.seed_streams(np.random.SeedSequence(11), 2), kappa=kappa,
-    )
-    np.testing.assert_allclose(result.log_likelihood, scores, rtol=1e-10)
-    # With one block the score is the whole log-likelihood: the blocks' constants make it scipy's density.
-    one = NMFData.from_array(X, 1, kappa=kappa)
-    full, W1, H1 = score_nmf_prior(one, 3, 1, lam_w=1.5, lam_h=0.7, seed_seq=np.random.SeedSequence(1))
-    expected = np.sum(stats.gamma.logpdf(X, kappa, scale=W1 @ H1 / kappa))
-    assert full.log_likelihood[0] == pytest.approx(expected, rel=1e-12)
-
-
-def test_block_data_of_the_gamma_likelihood():
-    from skevidence.cp.kernels.nmf import NMFData
-
-    X, _, _ = _gamma_matrix(6, 5, 2, 1.0, seed=3)
+def test_data_of_the_gamma_likelihood():
+    rng = np.random.default_rng(3)
+    X = rng.exponential(size=(6, 5))
     X[0, 0] = 0.0  # a zero is an observation of the exponential likelihood
-    data = NMFData.from_array(sparse.csr_array(X), 2, kappa=1.0)
-    assert not data.is_sparse and data.kappa == 1.0  # sparse input is read densely
-    np.testing.assert_allclose(data.curvature_sums[0], np.full(6, 5.0))
-    poisson = NMFData.from_array(X, 2)
-    assert poisson.curvature_sums is poisson.mode_sums  # Poisson: the data's sums
-    with pytest.raises(ValueError, match="no sparse kernels"):
-        NMFData.from_array(X, 2, kappa=1.0, sparse=True)
+    data = CPData.from_array(sparse.csr_array(X), 1.0)
+    assert data.X is not None and data.vals.size == X.size  # sparse input is read densely, every entry listed
+    assert data.constant == 0.0  # the exponential density's constant
     with pytest.raises(ValueError, match="zero entries"):
-        NMFData.from_array(X, 2, kappa=2.0)
-    with pytest.raises(ValueError, match="kappa"):
-        NMFData.from_array(X, 2, kappa=-1.0)
+        CPData.from_array(X, 2.0)
+    with pytest.raises(ValueError, match="floor"):
+        CPData.from_array(X, 1.0, floor=-1.0)
 
 
 # ----------------------------------------------------------------------------- against brute force
@@ -231,14 +148,6 @@ def test_evidence_agrees_with_brute_force(shape, R, kappa, seed):
     result = referenced_ti_log_evidence(X, R, 1.0, likelihood="gamma", likelihood_shape=kappa, random_state=seed)
     assert abs(result.log_evidence - exact) <= 3.0 * math.hypot(result.std_error, exact_se)
     assert result.diagnostics["reference_fit"] == "laplace"
-
-
-@pytest.mark.parametrize(("shape", "R", "kappa", "seed"), BRUTE_FORCE_CASES)
-def test_prior_path_agrees_with_brute_force(shape, R, kappa, seed):
-    """The papers' path (SG-MCMC chains in the fused kernels, from the prior) on the Gamma likelihood."""
-    X, exact, exact_se = _brute_force_case(shape, R, kappa, seed)
-    est = PoissonNMF(R, likelihood="gamma", likelihood_shape=kappa, reference="prior", random_state=seed).fit(X)
-    assert abs(est.log_evidence_ - exact) <= 3.0 * math.hypot(est.log_evidence_std_, exact_se)
 
 
 # ----------------------------------------------------------------------------- scale invariance
@@ -318,8 +227,8 @@ def test_estimator_fits_and_transforms():
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    (dict(method="chib"), "STI only"),
-    (dict(method="smc"), "STI only"),
+    (dict(method="chib"), "Poisson likelihood's latent counts"),
+    (dict(method="smc"), "Poisson likelihood's latent counts"),
 ])
 def test_methods_that_need_poisson_say_so(params, message):
     X = np.random.default_rng(6).exponential(size=(6, 5))

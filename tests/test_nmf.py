@@ -1,15 +1,17 @@
 """PoissonNMF and BayesianNMFRankSelector: evidence, rank choice, reproducibility, bad input."""
 
+import warnings
+
 import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from skevidence import BayesianNMFRankSelector, PoissonNMF, SamplerDivergenceError, sti_log_evidence
-from skevidence.cp.model import PoissonNMFModel
+from skevidence import BayesianNMFRankSelector, PoissonNMF, SamplerDivergenceError
+from skevidence.cp import sti_log_evidence
 
-FAST = dict(temperatures=4, n_samples=300, n_burnin=100, reference="prior")
+FAST = dict(method="sti", method_params=dict(temperatures=4, n_samples=300, n_burnin=100))
 
 
 def _nmf_data(seed, shape=(40, 30), rank=2, rate=1.0, scale=5.0):
@@ -81,10 +83,10 @@ def test_selector_is_identical_for_n_jobs_1_and_2():
 
 def test_selector_attributes_and_passthrough():
     X = _nmf_data(5)
-    sel = BayesianNMFRankSelector(
-        ranks=[1, 2, 3], prior_rate=0.7, prior_rate_h=1.3, n_blocks=3, sampler="sgld",
-        step_size=1e-4, step_decay=0.0, ladder="uniform", **FAST, random_state=2,
-    ).fit(X)
+    method_params = dict(FAST["method_params"], n_blocks=3, sampler="sgld", step_size=1e-4, step_decay=0.0,
+                         ladder="uniform")
+    sel = BayesianNMFRankSelector(ranks=[1, 2, 3], prior_rate=0.7, prior_rate_h=1.3, method="sti",
+                                  method_params=method_params, random_state=2).fit(X)
     np.testing.assert_array_equal(sel.ranks_, [1, 2, 3])
     assert sel.log_evidence_.shape == sel.log_evidence_std_.shape == sel.model_probabilities_.shape == (3,)
     assert sel.model_probabilities_.sum() == pytest.approx(1.0)
@@ -92,9 +94,9 @@ def test_selector_attributes_and_passthrough():
     best = sel.best_estimator_
     assert best.n_components == sel.best_rank_ and sel.components_ is best.components_
     # Nothing is dropped on the way to the per-rank estimators.
-    for name in ("prior_rate", "prior_rate_h", "n_blocks", "sampler", "step_size", "step_decay",
-                 "ladder", "temperatures", "n_samples", "n_burnin", "random_state"):
+    for name in ("prior_rate", "prior_rate_h", "likelihood", "method", "method_params", "tol", "random_state"):
         assert best.get_params()[name] == sel.get_params()[name], name
+    assert best.result_.diagnostics["sampler"].startswith("SGLD")
     assert sel.transform(X).shape == (40, sel.best_rank_)
     assert sel.score(X) == best.log_evidence_
     assert sel.errors_ == {}
@@ -135,9 +137,10 @@ X_GOOD = _nmf_data(8)
         (X_GOOD[None], {}, "dim"),
         (np.empty((0, 5)), {}, "0 sample"),
         (X_GOOD, {"n_components": 0}, "n_components"),
-        (X_GOOD, {"n_blocks": 31}, "n_blocks=31 is larger than the matrix allows"),
+        (X_GOOD, {"method_params": dict(FAST["method_params"], n_blocks=31)}, "n_blocks must be 'auto' or an"),
+        (X_GOOD, {"method_params": {"n_temperatures": 8}}, r"not settings of method='sti'.*'temperatures'"),
         (X_GOOD, {"prior_rate": -1.0}, "prior_rate"),
-        (X_GOOD + 0.5, {"method": "chib"}, "integer"),
+        (X_GOOD + 0.5, {"method": "chib", "method_params": None}, "integer"),
     ],
 )
 def test_poisson_nmf_bad_input(X, params, match):
@@ -149,7 +152,6 @@ def test_poisson_nmf_bad_input(X, params, match):
     "ranks, match",
     [
         ((0, 1), "at least 1"),
-        ((1, 31), "exceed what the data allow"),
         ((), "non-empty"),
         ((1.5,), "integers"),
         ((2, 2), "repeat"),
@@ -160,25 +162,34 @@ def test_selector_bad_ranks(ranks, match):
         BayesianNMFRankSelector(ranks=ranks, **FAST).fit(X_GOOD)
 
 
-@pytest.mark.parametrize("X", [np.ones((1, 6)), np.ones((6, 1)), sp.csr_array(np.ones((1, 6)))])
-def test_estimator_refuses_ranks_the_data_cannot_support(X):
-    # The selector refuses ranks above min(I, J); the estimator of one rank
-    # refuses them with the same message, before any chain runs.
-    with pytest.raises(ValueError, match=r"n_components \[2\] exceed what the data allow"):
-        PoissonNMF(n_components=2, **FAST).fit(X)
-    with pytest.raises(ValueError, match=r"ranks \[2\] exceed what the data allow"):
-        BayesianNMFRankSelector(ranks=(1, 2), **FAST).fit(X)
+def test_ranks_above_the_smaller_dimension_are_proper_models():
+    """More components than rows is a Bayesian NMF like any other, with a finite evidence."""
+    X = np.random.default_rng(0).poisson(3.0, size=(14, 6))
+    nmf = PoissonNMF(n_components=12, random_state=0).fit(X)
+    assert np.isfinite(nmf.log_evidence_) and np.isfinite(nmf.log_evidence_std_)
+    assert nmf.components_.shape == (12, 6)
+    sel = BayesianNMFRankSelector(ranks=(1, 8), **FAST, random_state=0).fit(X)
+    assert np.all(np.isfinite(sel.log_evidence_))
 
 
 def test_diverging_chain_names_the_step_size():
+    params = dict(FAST["method_params"], sampler="sgld", step_size=1e6, step_decay=0.0)
     with pytest.raises(SamplerDivergenceError, match="step_size"):
-        PoissonNMF(2, sampler="sgld", step_size=1e6, step_decay=0.0, **FAST, random_state=0).fit(X_GOOD * 1e3)
+        PoissonNMF(2, method="sti", method_params=params, random_state=0).fit(X_GOOD * 1e3)
 
 
-def test_functional_core_accepts_the_model():
-    chain = {k: v for k, v in FAST.items() if k != "reference"}
-    # The estimator's prior path runs log-space SGLD by default (sti_log_evidence's default is pSGLD).
-    result = sti_log_evidence(PoissonNMFModel(2, 1.0, 1.0, n_blocks=3), X_GOOD, **chain, sampler="logsgld",
-                              random_state=0)
-    assert np.isfinite(result.log_evidence) and result.posterior_mean[1].shape == (2, 30)
-    assert result.log_evidence == clone(PoissonNMF(2, n_blocks=3, **FAST, random_state=0)).fit(X_GOOD).log_evidence_
+def test_functional_core_is_the_estimator():
+    result = sti_log_evidence(X_GOOD, 2, 1.0, **FAST["method_params"], random_state=0)
+    assert np.isfinite(result.log_evidence) and result.posterior_mean[1].shape == (30, 2)
+    assert result.log_evidence == clone(PoissonNMF(2, **FAST, random_state=0)).fit(X_GOOD).log_evidence_
+
+
+@pytest.mark.parametrize("method", ["rti", "sti", "smc", "chib"])
+def test_result_method_is_the_method(method):
+    X = _nmf_data(9, shape=(12, 10))
+    params = {"rti": None, "sti": FAST["method_params"], "smc": dict(n_particles=32, n_runs=2),
+              "chib": dict(n_samples=200, n_burnin=100, n_reduced=200)}[method]
+    with pytest.warns() if method == "chib" else warnings.catch_warnings():
+        nmf = PoissonNMF(2, method=method, method_params=params, random_state=0).fit(X)
+    assert nmf.result_.method == method and np.isfinite(nmf.log_evidence_)
+    assert nmf.components_.shape == (2, 10)

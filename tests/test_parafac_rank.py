@@ -7,7 +7,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skevidence import EvidenceGridSearch, PARAFACRankSelector, PoissonPARAFAC
 
-FAST = dict(temperatures=4, n_samples=300, n_burnin=100, random_state=0, reference="prior")
+# One short round of referenced TI: these tests are of the API, not of the accuracy.
+FAST = dict(method_params=dict(n_temperatures=4, n_burnin=20, n_keep=40, n_starts=2), tol=None, random_state=0)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -18,10 +19,9 @@ def _tensor(rank=2, shape=(10, 8, 6), scale=3.0, seed=0):
     return rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C))
 
 
-# One rank: sklearn's 1-sample and 1-feature checks feed (1, n) and (n, 1) matrices,
-# taken as tensors (1, n, 1) and (n, 1, 1), whose rank limit min(IJ, IK, JK) is 1.
-@parametrize_with_checks([PARAFACRankSelector(ranks=(1,), temperatures=2, n_samples=40, n_burnin=10,
-                                              random_state=0, reference="prior")])  # fmt: skip
+@parametrize_with_checks([PARAFACRankSelector(ranks=(1, 2), method="sti",
+                                              method_params=dict(temperatures=2, n_samples=40, n_burnin=10),
+                                              random_state=0)])  # fmt: skip
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -29,8 +29,7 @@ def test_sklearn_compatible_estimator(estimator, check):
 def test_selector_reports_every_rank_like_the_search_it_wraps():
     X = _tensor()
     sel = PARAFACRankSelector(ranks=(1, 2, 3), **FAST).fit(X)
-    search = EvidenceGridSearch(PoissonPARAFAC(sampler="logsgld", n_samples=300, n_burnin=100, temperatures=4,
-                                               random_state=0, reference="prior"), {"rank": [1, 2, 3]}).fit(X)
+    search = EvidenceGridSearch(PoissonPARAFAC(**FAST), {"rank": [1, 2, 3]}).fit(X)
     np.testing.assert_array_equal(sel.ranks_, [1, 2, 3])
     np.testing.assert_array_equal(sel.log_evidence_, search.cv_results_["mean_test_score"])
     np.testing.assert_array_equal(sel.log_evidence_std_, search.cv_results_["std_log_evidence"])
@@ -41,11 +40,13 @@ def test_selector_reports_every_rank_like_the_search_it_wraps():
     assert sel.score(X) == sel.log_evidence_[sel.ranks_ == sel.best_rank_][0]
 
 
-def test_true_rank_wins_on_a_clear_tensor():
+def test_true_rank_wins_or_is_in_the_running_on_a_clear_tensor():
     X = _tensor(rank=2, shape=(12, 10, 8), scale=3.0, seed=1)
-    sel = PARAFACRankSelector(ranks=(1, 2, 3), temperatures=10, n_samples=2000, n_burnin=1000,
-                              random_state=0, reference="prior").fit(X)
-    assert sel.best_rank_ == 2, sel.log_evidence_
+    sel = PARAFACRankSelector(ranks=(1, 2, 3), random_state=0).fit(X)
+    best = int(np.argmax(sel.log_evidence_))
+    gaps = (sel.log_evidence_[best] - sel.log_evidence_) / np.hypot(sel.log_evidence_std_, sel.log_evidence_std_[best])
+    assert gaps[0] > 3.0  # rank 1 is out
+    assert sel.best_rank_ == 2 or (gaps[1] <= 3.0 and not sel.decided_), sel.log_evidence_
 
 
 def test_sparse_dense_and_n_jobs_give_the_same_numbers():
@@ -60,8 +61,7 @@ def test_sparse_dense_and_n_jobs_give_the_same_numbers():
 def test_search_over_rank_and_prior_rate():
     X = _tensor()
     grid = {"rank": [1, 2], "prior_rate": [0.01, 1.8, 3.0]}
-    search = EvidenceGridSearch(PoissonPARAFAC(sampler="logsgld", temperatures=3, n_samples=200, n_burnin=80,
-                                               random_state=0, reference="prior"), grid).fit(X)
+    search = EvidenceGridSearch(PoissonPARAFAC(**FAST), grid).fit(X)
     assert len(search.cv_results_["params"]) == 6
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
     assert search.best_params_["rank"] in (1, 2)
@@ -69,22 +69,17 @@ def test_search_over_rank_and_prior_rate():
 
 @pytest.mark.parametrize(
     "ranks, match",
-    [((0, 1), "at least 1"), ((1, 1), "repeat"), ((1, 49), "exceed what the data allow"), ((), "non-empty"),
-     ((1.5,), "integers")],
+    [((0, 1), "at least 1"), ((1, 1), "repeat"), ((), "non-empty"), ((1.5,), "integers")],
 )
 def test_bad_ranks(ranks, match):
     with pytest.raises(ValueError, match=match):
         PARAFACRankSelector(ranks=ranks, **FAST).fit(_tensor())
 
 
-@pytest.mark.parametrize("X", [np.ones((1, 2, 3)), np.ones((3, 1)), sparse.coo_array(np.ones((1, 2, 3)))])
-def test_estimator_refuses_ranks_the_data_cannot_support(X):
-    # min(IJ, IK, JK) is 2 for (1, 2, 3) and 1 for (3, 1, 1): the estimator
-    # refuses rank 3 as the selector does, with the same message.
-    with pytest.raises(ValueError, match=r"rank \[3\] exceed what the data allow"):
-        PoissonPARAFAC(rank=3, **FAST).fit(X)
-    with pytest.raises(ValueError, match=r"ranks \[3\] exceed what the data allow"):
-        PARAFACRankSelector(ranks=(1, 3), **FAST).fit(X)
+def test_ranks_above_what_a_tensor_pins_down_are_proper_models():
+    X = np.random.default_rng(0).poisson(2.0, size=(3, 2, 2))
+    sel = PARAFACRankSelector(ranks=(1, 6), **FAST).fit(X)
+    assert np.all(np.isfinite(sel.log_evidence_))
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,9 @@ from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from poisson_nmf_exact import rank1_log_evidence
 from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import BayesianNMFRankSelector, PoissonNMF, PoissonPARAFAC
-from skevidence.cp.reference import _Data, variational_reference
+from skevidence.cp.data import CPData
+from skevidence.cp.kernels.passes import entry_pass, log_likelihood
+from skevidence.cp.reference import variational_reference
 from skevidence.cp.rti import referenced_ti_log_evidence
 from skevidence.evidence._ladder import rti_temperatures, simpson_weights
 from skevidence.cp.kernels.hmc import (
@@ -22,8 +24,6 @@ from skevidence.cp.kernels.hmc import (
     _row_lse,
     _scale_moves,
     _without_row,
-    cp_log_likelihood,
-    ratio_pass,
     run_referenced_ladder,
     symmetric_log_q,
 )
@@ -43,19 +43,17 @@ def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
     R = 3
     F, offsets = stacked_factors(rng, shape, R)
     X = rng.poisson(2.0, size=shape).astype(np.float64)
-    data = _Data(sparse.coo_array(X) if as_sparse else X)
+    data = CPData.from_array(sparse.coo_array(X) if as_sparse else X)
+    dense2, Xd, coords, vals, _, kappa, floor = data.pass_args()
     grad = np.empty_like(F)
     sums = np.empty((len(shape), R))
-    value = cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad, sums,
-                              data.lgamma_total)
+    value = log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums)
     assert value == pytest.approx(naive_log_likelihood(X, F, offsets), rel=1e-12)
     expected = numeric_gradient(lambda G: naive_log_likelihood(X, G, offsets), F)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
     # Without the value, the same gradient.
     grad2 = np.empty_like(F)
-    out = np.empty_like(F)
-    ratio_pass(data.dense2, data.X, data.coords, data.vals, F, offsets, out, False)
-    cp_log_likelihood(data.dense2, data.X, data.coords, data.vals, F, offsets, grad2, sums, data.lgamma_total, False)
+    log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad2, sums, False)
     np.testing.assert_allclose(grad2, grad, rtol=1e-12)
 
 
@@ -67,14 +65,14 @@ def test_matrix_entries_pass_is_the_general_loop(kappa):
     shape, R = (9, 7), 4
     F, offsets = stacked_factors(rng, shape, R)
     X = rng.poisson(1.0, size=shape) * (rng.random(shape) < 0.4) if kappa == 0.0 else rng.gamma(kappa, 1.0, shape)
-    data = _Data(sparse.coo_array(X), kappa)  # the entries listed (a Gamma likelihood's: every one)
+    data = CPData.from_array(sparse.coo_array(X) if kappa == 0.0 else X, kappa)  # the entries listed
     F3 = np.vstack([F, np.ones((1, R))])
     offsets3 = np.append(offsets, offsets[-1] + 1)
     coords3 = np.hstack([data.coords, np.zeros((data.vals.size, 1), dtype=np.int64)])
     for with_value in (True, False):
         out, out3 = np.empty_like(F), np.empty_like(F3)
-        value = ratio_pass(False, data.X, data.coords, data.vals, F, offsets, out, with_value, kappa)
-        value3 = ratio_pass(False, data.X, coords3, data.vals, F3, offsets3, out3, with_value, kappa)
+        value = entry_pass(False, np.zeros((1, 1)), data.coords, data.vals, F, offsets, kappa, 0.0, out, with_value)
+        value3 = entry_pass(False, np.zeros((1, 1)), coords3, data.vals, F3, offsets3, kappa, 0.0, out3, with_value)
         assert value == pytest.approx(value3, rel=1e-14)
         np.testing.assert_allclose(out, out3[:-1], rtol=1e-14)
 
@@ -298,7 +296,7 @@ def test_referenced_ladder_matches_numpy(shape, R, as_sparse):
     rng = np.random.default_rng(len(shape) + R)
     F, offsets = stacked_factors(rng, shape, R)
     X = rng.poisson(naive_intensity(F, offsets, shape)).astype(np.float64)
-    data = _Data(sparse.coo_array(X) if as_sparse else X)
+    data = CPData.from_array(sparse.coo_array(X) if as_sparse else X)
     D = offsets[-1]
     alpha = rng.uniform(2.0, 8.0, size=(D, R))
     beta = alpha / (F * rng.uniform(0.7, 1.4, size=(D, R)))
@@ -321,7 +319,7 @@ def test_referenced_ladder_matches_numpy(shape, R, as_sparse):
             U, accept = np.zeros((levels.size, n_keep)), np.zeros(levels.size)
             if name == "numba":
                 n_grad = run_referenced_ladder(
-                    data.dense2, data.X, data.coords, data.vals, offsets, data.lgamma_total, 0.0, alpha, beta,
+                    *data.pass_args(), data.constant, alpha, beta,
                     rates, inv_mass, perms, math.lgamma(R + 1.0), temperatures, levels, chained, phi_levels,
                     step_levels, n_burnin, n_keep, 3, seed, U, accept, theta_sum, False)
             else:
@@ -492,14 +490,6 @@ def test_bad_settings(kwargs, match):
         referenced_ti_log_evidence(X, args.pop("n_components"), 1.0, **args)
 
 
-def test_temperatures_array_needs_prior_reference():
-    X = np.ones((4, 3))
-    with pytest.raises(ValueError, match="reference='prior'"):
-        PoissonNMF(temperatures=[0.0, 0.5, 1.0]).fit(X)
-    # The papers' path takes it.
-    PoissonNMF(temperatures=[0.0, 0.5, 1.0], reference="prior", n_samples=50, n_burnin=10, random_state=0).fit(X)
-
-
 def test_selector_refines_where_the_decision_is_open():
     rng = np.random.default_rng(9)
     X = rng.poisson(3 * rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
@@ -532,7 +522,8 @@ def test_selector_does_not_refit_what_max_time_would_stop_again():
     X = rng.poisson(3 * rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        sel = BayesianNMFRankSelector(ranks=(2, 3), random_state=0, tol=0.5, max_time=1e-3).fit(X)
+        sel = BayesianNMFRankSelector(ranks=(2, 3), random_state=0, tol=0.5,
+                                      method_params={"max_time": 1e-3}).fit(X)
     np.testing.assert_array_equal(sel.cv_results_["tol"], [np.inf, np.inf])
 
 
@@ -560,14 +551,14 @@ def test_mode_search_error_is_the_average_over_every_split():
 def test_reference_search_doubles_while_its_halves_disagree(monkeypatch):
     """Two halves of the starts are two searches: their best bounds' difference is the mode error."""
     from skevidence.cp import reference as referenced
-    from skevidence.cp.reference import _Data, mode_search_error
+    from skevidence.cp.reference import mode_search_error
 
-    data = _Data(np.ones((3, 2)))
+    data = CPData.from_array(np.ones((3, 2)))
 
     def scripted(values):
         it = iter(values)
         fit = lambda data, R, rates, start: (next(it), np.ones((5, 1)), np.ones((5, 1)))  # noqa: E731
-        monkeypatch.setitem(referenced._START_FLOOR, fit, 1.0)
+        monkeypatch.setitem(referenced._START_TOTAL, fit, 1.0)
         return fit
 
     def _search_reference(*args):
@@ -608,7 +599,7 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
 
     rng = np.random.default_rng(3)
     X = rng.exponential(rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
-    data = referenced._Data(X, 1.0)
+    data = CPData.from_array(X, 1.0)
     rates = referenced._row_rates(1.0, data.shape)
     runs = []
     for n_jobs in (1, 2, 3):
@@ -630,7 +621,7 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
         seen.extend(module["num_threads"] for module in threadpool_info() if module["user_api"] == "blas")
         return 0.0, start, start
 
-    monkeypatch.setitem(referenced._START_FLOOR, spy, 1.0)
+    monkeypatch.setitem(referenced._START_TOTAL, spy, 1.0)
     with threadpool_limits(2):
         referenced._fit_starts(spy, data, 2, rates, np.random.RandomState(0), 4, 2)
     if not seen:

@@ -110,6 +110,10 @@ class RankSelectorMixin:
         rows, estimators = {}, {}
         reached = np.full(ranks.size, np.inf)
         fitted = np.zeros(ranks.size, dtype=bool)
+        # A refit repeats a rank's last run (same seed) before it lengthens it, and lengthens it only if twice
+        # the time spent fits in max_time: otherwise it would return the same estimate again.
+        last_time = np.zeros(ranks.size)
+        max_time = base.method_params.get("max_time") if staged else None
         for level in levels:
             scores = np.array([rows[i]["log_evidence"] if i in rows and not rows[i]["error"] else np.nan
                                for i in range(ranks.size)])
@@ -117,6 +121,8 @@ class RankSelectorMixin:
                              for i in range(ranks.size)])
             # Every rank once; then the ranks still in the running whose error bar is above this pass's tolerance.
             again = (stds > level) & (reached > level) & (stds <= reached)
+            if max_time is not None:
+                again &= 2.0 * last_time <= max_time
             todo = [int(i) for i in np.flatnonzero(~fitted | (in_the_running(scores, stds) & again))]
             if not todo:
                 continue
@@ -134,6 +140,7 @@ class RankSelectorMixin:
                 estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
                 reached[i] = level
                 fitted[i] = True
+                last_time[i] = float(res["mean_fit_time"][j])
         params = [{self._model_class._rank_param: int(r)} for r in ranks]
         results = EvidenceGridSearch._format_evidence_results(params, [rows[i] for i in range(ranks.size)])
         results["tol"] = np.array([rows[i]["tol"] if staged else np.nan for i in range(ranks.size)])
