@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from gmm_exact import gmm_exact_log_evidence  # noqa: E402
 from skevidence import BayesianGMM  # noqa: E402
+from skevidence._config import GMM_SGAIS_DEFAULTS  # noqa: E402
 from skevidence.evidence import ais_log_evidence  # noqa: E402
 from skevidence.models import DiagonalGaussianMixture  # noqa: E402
 
@@ -54,7 +55,8 @@ OVERLAPPING = [[-1, 0], [1, 0]]
 def sgais(X, k, args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = BayesianGMM(n_components=k, learning_rate=args.learning_rate, random_state=args.seed).fit(X)
+        est = BayesianGMM(n_components=k, method_params={"learning_rate": args.learning_rate},
+                          random_state=args.seed).fit(X)
     return est.result_
 
 
@@ -95,7 +97,7 @@ def fmt(value, err=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--learning-rate", type=float, default=BayesianGMM().learning_rate,
+    parser.add_argument("--learning-rate", type=float, default=GMM_SGAIS_DEFAULTS["learning_rate"],
                         help="SGAIS per-observation learning rate (default: the estimator's)")
     parser.add_argument("--ais-particles", type=int, default=20)
     parser.add_argument("--ais-temperatures", type=int, default=1000)

@@ -51,9 +51,7 @@ estimator = GaussianAdditiveModel(
     prior_mean=prior_mean,
     prior_var=prior_var,
     noise_var=noise_var,
-    temperatures=10,
-    n_samples=1500,
-    n_burnin=500,
+    method_params=dict(temperatures=10, n_samples=1500, n_burnin=500),
     random_state=0,
 )
 candidates = np.arange(1, 7)

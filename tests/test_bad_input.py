@@ -57,6 +57,9 @@ NAMES = {
 SPARSE_KINDS = ("matrix", "counts", "tensor", "tensor-counts")
 
 FAST_STI = dict(temperatures=3, n_samples=40, n_burnin=10, random_state=0)
+#: The same chains for the continuous estimators, whose settings are in method_params.
+FAST_STI_PARAMS = dict(method_params=dict(temperatures=3, n_samples=40, n_burnin=10), random_state=0)
+FAST_SGAIS_PARAMS = dict(method_params=dict(n_particles=4, target_ess=2, n_steps=2), random_state=0)
 
 
 class _Function:
@@ -93,9 +96,9 @@ class _EventTensor:
 #: target name -> (factory, kind): "matrix" (non-negative 2-D), "regression" (X, y),
 #: "real" (2-D real), "tensor" (3-D counts), "waveform" (1-D or a list of 1-D).
 TARGETS = {
-    "GaussianAdditiveModel": (lambda: GaussianAdditiveModel(n_components=2, **FAST_STI), "real"),
+    "GaussianAdditiveModel": (lambda: GaussianAdditiveModel(n_components=2, **FAST_STI_PARAMS), "real"),
     "GaussianAdditiveModel(exact)": (lambda: GaussianAdditiveModel(n_components=2, method="exact"), "real"),
-    "BayesianLinearRegression": (lambda: BayesianLinearRegression(**FAST_STI), "regression"),
+    "BayesianLinearRegression": (lambda: BayesianLinearRegression(**FAST_STI_PARAMS), "regression"),
     "PoissonNMF": (lambda: PoissonNMF(n_components=1, sampler="logsgld", **FAST_STI), "matrix"),
     "PoissonNMF(chib)": (
         lambda: PoissonNMF(n_components=1, method="chib", n_gibbs=30, n_gibbs_burnin=10, n_reduced=20,
@@ -135,14 +138,14 @@ TARGETS = {
     ),
     "PARAFACRankSelector": (lambda: PARAFACRankSelector(ranks=(1,), **FAST_STI), "tensor"),
     "BayesianLogisticRegression": (
-        lambda: BayesianLogisticRegression(n_particles=4, target_ess=2, n_steps=2, random_state=0),
+        lambda: BayesianLogisticRegression(**FAST_SGAIS_PARAMS),
         "classification",
     ),
     "BayesianGMM": (
-        lambda: BayesianGMM(n_components=2, n_particles=4, target_ess=2, n_steps=2, random_state=0), "real",
+        lambda: BayesianGMM(n_components=2, **FAST_SGAIS_PARAMS), "real",
     ),
     "BayesianLinearRegression(sgais)": (
-        lambda: BayesianLinearRegression(method="sgais", n_particles=4, target_ess=2, n_steps=2, random_state=0),
+        lambda: BayesianLinearRegression(method="sgais", **FAST_SGAIS_PARAMS),
         "regression",
     ),
 }
@@ -257,8 +260,9 @@ def test_bad_input_battery(name, case):
     [
         (lambda: skevidence.temperature_ladder(0), r"temperatures|at least"),
         (lambda: skevidence.temperature_ladder(5, kind="cubic"), r"kind|power|uniform"),
-        (lambda: GaussianAdditiveModel(temperatures=[0.0, 0.5, 0.4, 1.0]).fit(np.ones((3, 1))), r"increas"),
-        (lambda: GaussianAdditiveModel(temperatures=[0.1, 1.0]).fit(np.ones((3, 1))), r"0"),
+        (lambda: GaussianAdditiveModel(method_params={"temperatures": [0.0, 0.5, 0.4, 1.0]}).fit(np.ones((3, 1))),
+         r"increas"),
+        (lambda: GaussianAdditiveModel(method_params={"temperatures": [0.1, 1.0]}).fit(np.ones((3, 1))), r"0"),
         (lambda: PoissonNMF(n_components=0, reference="prior").fit(np.ones((3, 3))), r"n_components"),
         (lambda: PoissonNMF(n_blocks=9, reference="prior").fit(np.ones((3, 3))), r"n_blocks|blocks"),
         (lambda: PoissonNMF(method="chib").fit(np.full((3, 3), 0.5)), r"integer"),
@@ -266,8 +270,11 @@ def test_bad_input_battery(name, case):
         (lambda: BayesianNMFRankSelector(ranks=(1, 1), reference="prior").fit(np.ones((3, 3))), r"repeat"),
         (lambda: BayesianNMFRankSelector(ranks=(4,), reference="prior").fit(np.ones((3, 3))), r"exceed"),
         (lambda: GaussianAdditiveModel(noise_var=-1.0).fit(np.ones((3, 1))), r"noise_var"),
-        (lambda: GaussianAdditiveModel(temperatures=[0.0, 2.0]).fit(np.ones((3, 1))), r"1"),
-        (lambda: GaussianAdditiveModel(n_burnin=50, n_samples=40).fit(np.ones((3, 1))), r"n_burnin"),
+        (lambda: GaussianAdditiveModel(method_params={"temperatures": [0.0, 2.0]}).fit(np.ones((3, 1))), r"1"),
+        (lambda: GaussianAdditiveModel(method_params={"n_burnin": 50, "n_samples": 40}).fit(np.ones((3, 1))),
+         r"n_burnin"),
+        (lambda: GaussianAdditiveModel(method_params={"n_temperatures": 5}).fit(np.ones((3, 1))),
+         r"n_temperatures.*its settings are"),
         (lambda: EvidenceGridSearch(GaussianAdditiveModel(), {"n_components": []}).fit(np.ones((3, 1))),
          r"candidate|param"),
     ],

@@ -19,7 +19,8 @@ from skevidence import (
 )
 
 # Small chains: the common checks test the API, not the accuracy.
-FAST = dict(temperatures=3, n_samples=60, n_burnin=20, batch_size=50)
+FAST_STI = dict(temperatures=3, n_samples=60, n_burnin=20, batch_size=50)
+FAST = dict(method_params=FAST_STI)
 
 
 def _estimators():
@@ -97,9 +98,11 @@ def test_refit_is_reproducible():
         ({"noise_var": -1.0}, "noise_var"),
         ({"n_components": 0}, "n_components"),
         ({"method": "magic"}, "method"),
-        ({"temperatures": [0.2, 1.0]}, "start at 0 and end at 1"),
-        ({"temperatures": [0.0, 0.8, 0.5, 1.0]}, "strictly increasing"),
-        ({"n_samples": 50, "n_burnin": 50}, "n_burnin"),
+        ({"method_params": [("temperatures", 3)]}, "method_params"),
+        ({"method_params": {"temperatures": [0.2, 1.0]}}, "start at 0 and end at 1"),
+        ({"method_params": {"temperatures": [0.0, 0.8, 0.5, 1.0]}}, "strictly increasing"),
+        ({"method_params": {"n_samples": 50, "n_burnin": 50}}, "n_burnin"),
+        ({"method": "sti", "method_params": {"n_samples": 50, "n_burnin": 50}}, "n_burnin"),
     ],
 )
 def test_bad_parameters_raise_value_error(params, match):

@@ -1,5 +1,5 @@
-"""STI from a Laplace reference for the continuous models: the wrapped model against finite differences
-and the estimators' defaults against the closed-form evidence."""
+"""method="rti", STI from a Laplace reference for the continuous models: the wrapped model against finite
+differences and the estimators' defaults against the closed-form evidence."""
 
 import warnings
 
@@ -63,6 +63,7 @@ def test_defaults_match_the_closed_form(seed):
     X, y = _regression(seed)
     reg = BayesianLinearRegression(random_state=seed).fit(X, y)
     assert abs(reg.log_evidence_ - reg.exact_log_evidence(X, y)) < 4 * reg.log_evidence_std_
+    assert reg.result_.method == "rti" and reg.result_.diagnostics["path"] == "laplace"
     x = np.random.default_rng(seed).normal(1.0, 1.5, size=(1000, 1))
     gam = GaussianAdditiveModel(random_state=seed).fit(x)
     assert abs(gam.log_evidence_ - gam.exact_log_evidence(x)) < 4 * gam.log_evidence_std_
@@ -70,9 +71,9 @@ def test_defaults_match_the_closed_form(seed):
 
 @pytest.mark.slow
 def test_defaults_match_the_closed_form_for_eight_seeds():
-    """The issue's check: both estimators at their defaults, 8 seeds each, within 4 stated SEs.
+    """Both estimators at their defaults, 8 seeds each, within 4 stated SEs.
 
-    From the prior, pSGLD was 4.1-6.6 nats low on these regressions (z -2.2 to -3.7).
+    From the prior (method="sti"), pSGLD is 4.1-6.6 nats low on these regressions (z -2.2 to -3.7).
     """
     for seed in range(8):
         X, y = _regression(seed)
@@ -83,12 +84,23 @@ def test_defaults_match_the_closed_form_for_eight_seeds():
         assert abs(gam.log_evidence_ - gam.exact_log_evidence(x)) < 4 * gam.log_evidence_std_, seed
 
 
-def test_prior_reference_keeps_the_papers_path():
+SHORT = dict(method_params=dict(n_samples=300, n_burnin=100, temperatures=5), random_state=0)
+
+
+def test_sti_runs_the_papers_path_from_the_prior():
+    """method="sti" is sti_log_evidence on the model itself; "rti" on the model seen from its Laplace fit."""
+    from skevidence import sti_log_evidence
+
     X, y = _regression(0, n=500)
-    kwargs = dict(n_samples=300, n_burnin=100, temperatures=5, random_state=0)
-    laplace = BayesianLinearRegression(**kwargs).fit(X, y)
-    prior = BayesianLinearRegression(reference="prior", **kwargs).fit(X, y)
-    assert laplace.log_evidence_ != prior.log_evidence_
+    prior = BayesianLinearRegression(method="sti", **SHORT).fit(X, y)
+    direct = sti_log_evidence(LinearGaussian(4), X, y, **SHORT["method_params"], random_state=0)
+    assert prior.log_evidence_ == direct.log_evidence and prior.result_.method == "sti"
+    referenced = BayesianLinearRegression(**SHORT).fit(X, y)
+    model = LinearGaussian(4)
+    Xp, yp = model.prepare_data(X, y)
+    wrapped = GaussianReferencedModel(model, *laplace_reference(model, Xp, yp, random_state=0), Xp.shape[0])
+    direct = sti_log_evidence(wrapped, X, y, **SHORT["method_params"], random_state=0)
+    assert referenced.log_evidence_ == direct.log_evidence and referenced.result_.method == "rti"
 
 
 def test_failed_laplace_fit_falls_back_to_the_prior_path(monkeypatch):
@@ -96,13 +108,13 @@ def test_failed_laplace_fit_falls_back_to_the_prior_path(monkeypatch):
 
     monkeypatch.setattr(referenced, "laplace_reference", lambda *args, **kwargs: None)
     X, y = _regression(0, n=500)
-    kwargs = dict(n_samples=300, n_burnin=100, temperatures=5, random_state=0)
-    with pytest.warns(UserWarning, match="no Laplace fit"):
-        fallback = BayesianLinearRegression(**kwargs).fit(X, y)
+    with pytest.warns(UserWarning, match="no Laplace fit.*method='rti' ran STI from the prior"):
+        fallback = BayesianLinearRegression(**SHORT).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prior = BayesianLinearRegression(reference="prior", **kwargs).fit(X, y)
+        prior = BayesianLinearRegression(method="sti", **SHORT).fit(X, y)
     assert fallback.log_evidence_ == prior.log_evidence_
+    assert fallback.result_.method == "rti" and fallback.result_.diagnostics["path"] == "prior"
 
 
 def test_constrained_model_is_refused():

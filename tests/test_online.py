@@ -8,12 +8,13 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skevidence import BayesianLinearRegression, GaussianAdditiveModel
+from skevidence._config import SGAIS_BATCH_SIZE
 from skevidence.evidence import ais_log_evidence, sgais_log_evidence
 from skevidence.evidence.sgais import chunk_boundaries
 from skevidence.models import GaussianAdditive, LinearGaussian
 
 # Short SGAIS runs: the common checks test the API, not the accuracy.
-FAST = dict(n_particles=4, target_ess=3, n_steps=3, chunk_size=100)
+FAST = dict(method_params=dict(n_particles=4, target_ess=3, n_steps=3, chunk_size=100))
 
 
 # AIS with 3 temperatures warns that its weights are degenerate, rightly.
@@ -22,7 +23,7 @@ FAST = dict(n_particles=4, target_ess=3, n_steps=3, chunk_size=100)
     [
         BayesianLinearRegression(method="sgais", **FAST, random_state=0),
         GaussianAdditiveModel(method="sgais", **FAST, random_state=0),
-        BayesianLinearRegression(method="ais", n_particles=3, temperatures=3, random_state=0),
+        BayesianLinearRegression(method="ais", method_params=dict(n_particles=3, n_temperatures=3), random_state=0),
     ]
 )
 def test_sklearn_compatible_estimator(estimator, check):
@@ -48,7 +49,7 @@ def test_partial_fit_over_chunks_equals_fit(seed):
     X, y = _regression(seed, 2500)
     fitted = BayesianLinearRegression(method="sgais", random_state=seed).fit(X, y)
     online = BayesianLinearRegression(method="sgais", random_state=seed)
-    cuts = _pieces(2500, [0, 5, 12], batch_size=online.batch_size)
+    cuts = _pieces(2500, [0, 5, 12], batch_size=SGAIS_BATCH_SIZE)
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         online.partial_fit(X[lo:hi], y[lo:hi])
     assert online.log_evidence_ == fitted.log_evidence_
@@ -80,7 +81,7 @@ def test_pickled_and_resumed_stream_equals_uninterrupted(seed):
 
 def test_fit_then_partial_fit_continues_the_stream(seed):
     X, y = _regression(seed, 1200)
-    cut = chunk_boundaries(1200, batch_size=250)[10]
+    cut = chunk_boundaries(1200, batch_size=SGAIS_BATCH_SIZE)[10]
     whole = BayesianLinearRegression(method="sgais", random_state=seed).fit(X, y)
     est = BayesianLinearRegression(method="sgais", random_state=seed).fit(X[:cut], y[:cut])
     est.partial_fit(X[cut:], y[cut:])
@@ -119,7 +120,7 @@ def test_every_sgais_parameter_reaches_the_function(seed):
         n_particles=6, target_ess=4.5, chunk_size=60, n_steps=7, learning_rate=0.05,
         resample=False, reservoir_size=300, batch_size=100,
     )  # fmt: skip
-    est = BayesianLinearRegression(noise_var=0.8, method="sgais", random_state=seed, **params).fit(X, y)
+    est = BayesianLinearRegression(noise_var=0.8, method="sgais", method_params=params, random_state=seed).fit(X, y)
     direct = sgais_log_evidence(LinearGaussian(3, 0.8), X, y, random_state=seed, **params)
     assert est.log_evidence_ == direct.log_evidence
     for name, value in params.items():
@@ -128,7 +129,8 @@ def test_every_sgais_parameter_reaches_the_function(seed):
 
 def test_ais_method_takes_particles_and_ladder(seed):
     X = np.random.default_rng(seed).normal(2.0, 1.0, size=(300, 1))
-    est = GaussianAdditiveModel(2, prior_mean=1.0, method="ais", n_particles=8, temperatures=100, ladder="uniform")
+    est = GaussianAdditiveModel(2, prior_mean=1.0, method="ais",
+                                method_params=dict(n_particles=8, n_temperatures=100, ladder="uniform"))
     est.set_params(random_state=seed).fit(X)
     direct = ais_log_evidence(
         GaussianAdditive(2, 1.0), X, n_particles=8, n_temperatures=100, ladder="uniform", random_state=seed
@@ -140,7 +142,7 @@ def test_ais_method_takes_particles_and_ladder(seed):
 
 def test_reservoir_bounds_the_memory_of_a_stream(seed):
     X, y = _regression(seed, 3000, d=2)
-    est = BayesianLinearRegression(method="sgais", reservoir_size=500, random_state=seed)
+    est = BayesianLinearRegression(method="sgais", method_params={"reservoir_size": 500}, random_state=seed)
     for lo in range(0, 3000, 1000):
         est.partial_fit(X[lo : lo + 1000], y[lo : lo + 1000])
     assert est._stream.past.size == 500 and est._stream.past.n_offered == 3000
@@ -180,12 +182,15 @@ def test_partial_fit_rejects_changed_parameters():
     est.set_params(verbose=0, random_state=5).partial_fit(X, y)  # these may change
     with pytest.raises(ValueError, match="changed since its stream started"):
         est.set_params(noise_var=2.0).partial_fit(X, y)
+    est.set_params(noise_var=1.0).partial_fit(X, y)
+    with pytest.raises(ValueError, match="changed since its stream started"):
+        est.set_params(method_params={**FAST["method_params"], "n_steps": 4}).partial_fit(X, y)
 
 
 @pytest.mark.parametrize("target_ess", [1.0, 11, 0.5])
 def test_target_ess_outside_its_range_is_refused(target_ess):
     X, y = _regression(0, 50)
     with pytest.raises(ValueError, match="target_ess"):
-        BayesianLinearRegression(method="sgais", target_ess=target_ess).partial_fit(X, y)
+        BayesianLinearRegression(method="sgais", method_params={"target_ess": target_ess}).partial_fit(X, y)
     with pytest.raises(ValueError, match="target_ess"):
-        GaussianAdditiveModel(method="sgais", target_ess=target_ess).fit(X[:, :1])
+        GaussianAdditiveModel(method="sgais", method_params={"target_ess": target_ess}).fit(X[:, :1])

@@ -294,7 +294,7 @@ def test_search_picks_the_only_varying_parameter(X):
 
 
 def test_non_numeric_searched_parameter(X):
-    search = exact_search({"ladder": ["power", "uniform"]}).fit(X)
+    search = exact_search({"method_params": [None, {}]}).fit(X)
     with pytest.raises(TypeError, match="non-numeric"):
         EvidenceCurveDisplay.from_estimator(search)
 

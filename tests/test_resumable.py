@@ -24,8 +24,8 @@ class _Interruptible(GaussianAdditiveModel):
 
 def _search(memory, **kwargs):
     model = _Interruptible(
-        prior_mean=5.0, prior_var=0.5, noise_var=5.0, temperatures=4, n_samples=300, n_burnin=100,
-        random_state=0,
+        prior_mean=5.0, prior_var=0.5, noise_var=5.0,
+        method_params=dict(temperatures=4, n_samples=300, n_burnin=100), random_state=0,
     )
     return EvidenceGridSearch(model, {"n_components": [1, 2, 3, 4]}, memory=memory, **kwargs)
 

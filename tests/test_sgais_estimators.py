@@ -24,16 +24,21 @@ from skevidence.models.gaussian_mixture import DiagonalGaussianMixture
 from skevidence.models.softmax_regression import SoftmaxRegression
 
 # Small runs: the common checks test the API, not the accuracy.
-FAST_SGAIS = dict(n_particles=4, target_ess=1.5, n_steps=2, resample=False, random_state=0)
-FAST_AIS = dict(method="ais", n_particles=3, temperatures=5, random_state=0)
-FAST_STI = dict(
-    method="sti", temperatures=3, n_samples=60, n_burnin=20, batch_size=50, random_state=0
-)
+FAST_SGAIS = dict(method_params=dict(n_particles=4, target_ess=1.5, n_steps=2, resample=False), random_state=0)
+FAST_AIS = dict(method="ais", method_params=dict(n_particles=3, n_temperatures=5), random_state=0)
+STI_SETTINGS = dict(temperatures=3, n_samples=60, n_burnin=20, batch_size=50)
+FAST_STI = dict(method="sti", method_params=STI_SETTINGS, random_state=0)
 # check_classifiers_train wants 83% training accuracy: chains long enough to leave the prior.
-FAST_STI_CLF = {
-    **FAST_STI, "n_samples": 1000, "n_burnin": 300, "sampler": "sgld", "step_size": 2e-4,
-    "step_decay": 0.0,
-}  # fmt: skip
+FAST_STI_CLF = dict(
+    method="sti", random_state=0,
+    method_params={**STI_SETTINGS, "n_samples": 1000, "n_burnin": 300, "sampler": "sgld", "step_size": 2e-4,
+                   "step_decay": 0.0},
+)  # fmt: skip
+
+
+def _sgais(**settings):
+    """FAST_SGAIS with other SGAIS settings."""
+    return dict(FAST_SGAIS, method_params={**FAST_SGAIS["method_params"], **settings})
 
 
 def _estimators():
@@ -106,7 +111,7 @@ def test_classifier_accuracy_close_to_sklearn_on_separable_data(seed):
 
 def test_predict_proba_is_the_weighted_softmax_average_over_particles():
     X, y = _classification(n=150)
-    clf = BayesianLogisticRegression(n_particles=6, target_ess=3, random_state=1).fit(X, y)
+    clf = BayesianLogisticRegression(method_params=dict(n_particles=6, target_ess=3), random_state=1).fit(X, y)
     assert clf.particles_.shape == (6, (X.shape[1] + 1) * 3)
     np.testing.assert_allclose(clf.particle_weights_.sum(), 1.0)
     expected = np.zeros((X.shape[0], 3))
@@ -155,7 +160,7 @@ def test_classifier_evidence_matches_prior_importance_sampling(seed):
     log_w = model.log_likelihood_particles(thetas, Xp, yp).sum(axis=1)
     truth = logsumexp(log_w) - np.log(log_w.size)
     clf = BayesianLogisticRegression(
-        prior_var=prior_var, method="ais", temperatures=100, n_particles=20, random_state=seed
+        prior_var=prior_var, method="ais", method_params=dict(n_temperatures=100, n_particles=20), random_state=seed
     ).fit(X, labels)
     assert abs(clf.log_evidence_ - truth) < 4 * clf.log_evidence_std_ + 0.1
 
@@ -200,9 +205,9 @@ def test_classifier_partial_fit_classes_hook():
 
 def test_classifier_partial_fit_at_chunk_boundaries_equals_fit():
     X, y = _classification(n=300)
-    params = dict(n_particles=5, target_ess=3, random_state=7)
+    params = dict(method_params=dict(n_particles=5, target_ess=3), random_state=7)
     whole = BayesianLogisticRegression(**params).fit(X, y)
-    ends = chunk_boundaries(300, batch_size=whole.batch_size)
+    ends = chunk_boundaries(300)
     cut = int(ends[len(ends) // 2])
     pieces = BayesianLogisticRegression(**params)
     pieces.partial_fit(X[:cut], y[:cut], classes=np.unique(y)).partial_fit(X[cut:], y[cut:])
@@ -239,9 +244,10 @@ def test_classifier_bad_data_raise_value_error(X, y, match):
     [
         (dict(prior_var=0.0), "prior_var"),
         (dict(method="exact"), "method"),
-        (dict(n_particles=1), "n_particles"),
-        (dict(n_particles=4, target_ess=6), "target_ess"),
-        (dict(batch_size=0), "batch_size"),
+        (_sgais(n_particles=1), "n_particles"),
+        (_sgais(n_particles=4, target_ess=6), "target_ess"),
+        (_sgais(batch_size=0), "batch_size"),
+        (_sgais(temperatures=3), "temperatures.*its settings are"),
     ],
 )
 def test_classifier_bad_parameters_raise_value_error(params, match):
@@ -285,7 +291,8 @@ def test_gmm_single_component_evidence_matches_closed_form_with_its_priors(seed)
     X = rng.normal([0.5, -1.0], [1.5, 0.4], size=(40, 2))
     priors = dict(weight_concentration=3.0, mean_precision=4.0, var_shape=5.0, var_scale=0.5)
     gmm = BayesianGMM(
-        n_components=1, method="ais", temperatures=100, n_particles=20, random_state=seed, **priors
+        n_components=1, method="ais", method_params=dict(n_temperatures=100, n_particles=20), random_state=seed,
+        **priors,
     ).fit(X)
     truth = _nig_log_evidence(X, kappa=4.0, a=5.0, b=0.5)
     assert abs(gmm.log_evidence_ - truth) < 4 * gmm.log_evidence_std_ + 0.2
@@ -295,7 +302,7 @@ def test_gmm_single_component_evidence_matches_closed_form_with_its_priors(seed)
 
 def test_gmm_score_samples_is_the_particle_mixture_density():
     X, _, _, _ = _blobs(n=150)
-    gmm = BayesianGMM(n_components=3, n_particles=5, target_ess=3, random_state=0).fit(X)
+    gmm = BayesianGMM(n_components=3, method_params=dict(n_particles=5, target_ess=3), random_state=0).fit(X)
     model = DiagonalGaussianMixture(2, 3)
     dens = np.zeros(len(X))
     for w, theta in zip(gmm.particle_weights_, gmm.particles_):
@@ -456,8 +463,10 @@ def test_classifier_sgais_agrees_with_ais(seed):
     logits = X @ W
     p = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
     y = np.array([rng.choice(3, p=row) for row in p])
-    sgais = BayesianLogisticRegression(n_particles=50, n_steps=40, random_state=seed).fit(X, y)
-    ais = BayesianLogisticRegression(method="ais", n_particles=20, temperatures=300, random_state=seed).fit(X, y)
+    sgais = BayesianLogisticRegression(method_params=dict(n_particles=50, n_steps=40), random_state=seed).fit(X, y)
+    ais = BayesianLogisticRegression(
+        method="ais", method_params=dict(n_particles=20, n_temperatures=300), random_state=seed
+    ).fit(X, y)
     combined = np.hypot(sgais.log_evidence_std_, ais.log_evidence_std_)
     assert abs(sgais.log_evidence_ - ais.log_evidence_) < 4 * combined, (
         sgais.log_evidence_, sgais.log_evidence_std_, ais.log_evidence_, ais.log_evidence_std_,

@@ -280,7 +280,8 @@ def test_diverging_chain_raises_naming_the_step_size(make_estimator, X, y, sampl
     # carries it far past the posterior (log Z = -1e112 and worse): it must
     # raise, not return that number.
     est = make_estimator().set_params(
-        step_size=1e6, sampler=sampler, temperatures=3, n_samples=300, n_burnin=100, random_state=0
+        method_params=dict(step_size=1e6, sampler=sampler, temperatures=3, n_samples=300, n_burnin=100),
+        random_state=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

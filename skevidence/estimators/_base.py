@@ -1,6 +1,7 @@
-"""What every evidence-scored estimator shares: STI settings, fit bookkeeping, ``score``."""
+"""What the evidence-scored estimators share: fit bookkeeping, ``score``, and the continuous models' methods."""
 
 import warnings
+from dataclasses import replace
 from numbers import Integral, Real
 
 import joblib
@@ -12,16 +13,18 @@ from .._config import SGAIS_DEFAULTS, STI_DEFAULTS
 from ..evidence import ais_log_evidence, exact_log_evidence, sgais_log_evidence, sti_log_evidence
 from ..evidence.sti import prepare_finite_data
 from ..samplers import Sampler
-from ._docs import fill_doc
+from ._methods import method_kwargs
 
 __all__ = [
-    "CLOSED_FORM_METHOD_CONSTRAINTS",
+    "CONTINUOUS_PARAMETER_CONSTRAINTS",
     "EVIDENCE_PARAMETERS",
-    "EVIDENCE_PARAMETER_CONSTRAINTS",
-    "EvidenceEstimatorMixin", "ExactEvidenceMixin",
+    "METHOD_FUNCTIONS",
+    "ContinuousEvidenceMixin",
+    "EvidenceEstimatorMixin",
+    "ExactEvidenceMixin",
 ]
 
-#: Constraints of the STI settings, shared by every estimator that has them.
+#: Constraints of the STI settings of the CP-model estimators, which take them as parameters.
 STI_PARAMETER_CONSTRAINTS = {
     "temperatures": [Interval(Integral, 1, None, closed="left"), "array-like"],
     "ladder": [StrOptions({"power", "uniform"})],
@@ -35,42 +38,40 @@ STI_PARAMETER_CONSTRAINTS = {
     "verbose": ["verbose"],
 }
 
-#: The parameters of every continuous-model estimator beyond its model's: the
-#: STI and SGAIS settings, the seed and the verbosity (added to each ``__init__``
-#: by :func:`~skevidence.estimators._signature.shared_parameters`).
+#: The STI and SGAIS settings with their defaults as one group of estimator
+#: parameters, the group ``tests/test_shared_parameters.py`` exercises
+#: :mod:`~skevidence.estimators._signature` and :mod:`~skevidence.estimators._docs`
+#: with. The continuous estimators take these settings in ``method_params``.
 EVIDENCE_PARAMETERS = {**STI_DEFAULTS, **SGAIS_DEFAULTS, "random_state": None, "verbose": 0}
 
-#: Constraints of the SGAIS settings (``batch_size``, ``random_state`` and
-#: ``verbose`` are shared with STI). ``target_ess <= n_particles`` is checked at fit.
-SGAIS_PARAMETER_CONSTRAINTS = {
-    "n_particles": [Interval(Integral, 2, None, closed="left")],
-    "target_ess": [Interval(Real, 1, None, closed="neither")],
-    "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
-    "n_steps": [Interval(Integral, 1, None, closed="left")],
-    "learning_rate": [Interval(Real, 0, None, closed="neither")],
-    "resample": ["boolean"],
-    "reservoir_size": [Interval(Integral, 1, None, closed="left"), None],
+#: The function each ``method`` of the continuous estimators runs; ``method_params``
+#: holds its keyword arguments (``"rti"``: STI on the model seen from its Laplace fit).
+METHOD_FUNCTIONS = {
+    "rti": sti_log_evidence,
+    "sti": sti_log_evidence,
+    "sgais": sgais_log_evidence,
+    "ais": ais_log_evidence,
+    "exact": exact_log_evidence,
+}
+
+#: Arguments of those functions the estimators pass from their own parameters.
+RESERVED = ("random_state", "verbose")
+
+#: Constraints of the parameters every continuous estimator has besides its model's and ``method``.
+CONTINUOUS_PARAMETER_CONSTRAINTS = {
+    "method_params": [dict, None],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
 }
 
 
-#: Constraints of :data:`EVIDENCE_PARAMETERS`.
-EVIDENCE_PARAMETER_CONSTRAINTS = {**STI_PARAMETER_CONSTRAINTS, **SGAIS_PARAMETER_CONSTRAINTS}
-
-#: Constraints of ``method`` and ``reference`` of the estimators whose model has a
-#: closed form (and so ``method="exact"``) and a Laplace-referenced STI path.
-CLOSED_FORM_METHOD_CONSTRAINTS = {
-    "method": [StrOptions({"sti", "exact", "sgais", "ais"})],
-    "reference": [StrOptions({"laplace", "prior"})],
-}
-
-
-@fill_doc
 class EvidenceEstimatorMixin:
     """Fit = estimate the evidence of the data; ``score`` = log-evidence.
 
     Subclasses implement ``_make_model(X)`` (the
-    :class:`~skevidence.models.EvidenceModel` for the current parameters),
-    set ``_supervised``, and call :meth:`_fit_evidence` from ``fit``.
+    :class:`~skevidence.models.EvidenceModel` for the current parameters) and
+    ``_evidence(model, X, y)`` (the :class:`~skevidence.evidence.EvidenceResult`
+    of the data), set ``_supervised``, and call :meth:`_fit_evidence` from ``fit``.
     """
 
     #: Whether ``fit`` takes a target ``y``.
@@ -90,61 +91,9 @@ class EvidenceEstimatorMixin:
             return check_array(X, **kwargs), None
         return validate_data(self, X, reset=reset, **kwargs), None
 
-    def _sti_params(self):
-        return {name: getattr(self, name) for name in STI_DEFAULTS} | {
-            "random_state": self.random_state,
-            "verbose": self.verbose,
-        }
-
-    def _sgais_params(self):
-        """Settings of :func:`~skevidence.evidence.sgais_init` from the estimator's parameters."""
-        return {name: getattr(self, name) for name in SGAIS_DEFAULTS} | {
-            "batch_size": self.batch_size,
-            "random_state": self.random_state,
-        }
-
-    def _ais_params(self):
-        """Settings of :func:`~skevidence.evidence.ais_log_evidence` from the estimator's parameters.
-
-        AIS shares ``n_particles`` with SGAIS and the ladder (``temperatures``,
-        ``ladder``) with STI; its transitions keep the function's defaults.
-        """
-        return {
-            "n_particles": self.n_particles,
-            "n_temperatures": self.temperatures,
-            "ladder": self.ladder,
-            "random_state": self.random_state,
-            "verbose": self.verbose,
-        }
-
     def _evidence(self, model, X, y):
-        """Log-evidence of prepared ``(X, y)`` by ``self.method``."""
-        if self.method == "exact":
-            return exact_log_evidence(model, X, y)
-        if self.method == "sgais":
-            return sgais_log_evidence(model, X, y, **self._sgais_params(), verbose=self.verbose)
-        if self.method == "ais":
-            return ais_log_evidence(model, X, y, **self._ais_params())
-        return sti_log_evidence(self._sti_model(model, X, y), X, y, **self._sti_params())
-
-    def _sti_model(self, model, X, y):
-        """The model STI runs on: ``model``, or with ``reference="laplace"`` the model seen from its Laplace fit."""
-        if getattr(self, "reference", "prior") != "laplace":
-            return model
-        from ..models._referenced import GaussianReferencedModel, laplace_reference
-
-        Xp, yp = prepare_finite_data(model, X, y)[:2]
-        # A fixed start: the fit must not draw from the stream that seeds the chains.
-        found = laplace_reference(model, Xp, yp, random_state=0)
-        if found is None:
-            warnings.warn(
-                f"{type(self).__name__}: no Laplace fit of the posterior (the optimiser failed or its "
-                "Hessian is not negative definite); STI runs from the prior (reference='prior').",
-                UserWarning,
-                stacklevel=4,
-            )
-            return model
-        return GaussianReferencedModel(model, *found, model.n_data(Xp, yp))
+        """STI from the prior with the settings of ``self._sti_params()``."""
+        return sti_log_evidence(model, X, y, **self._sti_params())
 
     def _fit_evidence(self, X, y=None):
         """Set ``result_``, ``log_evidence_``, ``log_evidence_std_`` for the fitted data."""
@@ -162,7 +111,16 @@ class EvidenceEstimatorMixin:
         ``log_evidence_``; for other data the evidence is estimated anew with
         the same settings and ``random_state``.
 
-        %(evidence_of_data)s
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,), default=None
+            Targets, for supervised models.
+
+        Returns
+        -------
+        log_evidence : float
         """
         check_is_fitted(self)
         X, y = self._validate_fit_data(X, y, reset=False)
@@ -171,7 +129,59 @@ class EvidenceEstimatorMixin:
         return self._evidence(self._make_model(X), X, y).log_evidence
 
 
-@fill_doc
+class ContinuousEvidenceMixin(EvidenceEstimatorMixin):
+    """The continuous models' ``method`` and ``method_params``.
+
+    ``method`` names what runs (:data:`METHOD_FUNCTIONS`); ``method_params``
+    holds keyword arguments of that function, checked by
+    :func:`~skevidence.estimators._methods.method_kwargs` when the estimator
+    fits. Subclasses may set ``_method_defaults``: per method, their own
+    defaults where they differ from the function's.
+    """
+
+    #: ``{method: {setting: default}}``: the estimator's defaults that differ from the function's.
+    _method_defaults = {}
+
+    def _method_params(self):
+        """Keyword arguments of the function ``method`` runs: the estimator's defaults, then ``method_params``."""
+        kwargs = method_kwargs(self, METHOD_FUNCTIONS[self.method], reserved=RESERVED)
+        return {**self._method_defaults.get(self.method, {}), **kwargs}
+
+    def _evidence(self, model, X, y):
+        """Log-evidence of ``(X, y)`` by ``self.method``."""
+        params = self._method_params()
+        if self.method == "exact":
+            return exact_log_evidence(model, X, y)
+        seeded = dict(params, random_state=self.random_state, verbose=self.verbose)
+        if self.method == "rti":
+            return self._referenced_evidence(model, X, y, seeded)
+        return METHOD_FUNCTIONS[self.method](model, X, y, **seeded)
+
+    def _referenced_evidence(self, model, X, y, params):
+        """STI on ``model`` seen from its Laplace fit; from the prior, with a warning, if there is none.
+
+        ``result_.diagnostics["path"]`` says which ran: ``"laplace"`` or ``"prior"``.
+        """
+        from ..models._referenced import GaussianReferencedModel, laplace_reference
+
+        Xp, yp, n_data = prepare_finite_data(model, X, y)
+        # A fixed start: the fit must not draw from the stream that seeds the chains.
+        found = laplace_reference(model, Xp, yp, random_state=0)
+        if found is None:
+            warnings.warn(
+                f"{type(self).__name__}: no Laplace fit of the posterior (the optimiser failed or its "
+                "Hessian is not negative definite); method='rti' ran STI from the prior, as method='sti' "
+                "does (result_.diagnostics['path'] is 'prior').",
+                UserWarning,
+                stacklevel=5,
+            )
+            result, path = sti_log_evidence(model, X, y, **params), "prior"
+        else:
+            result = sti_log_evidence(GaussianReferencedModel(model, *found, n_data), X, y, **params)
+            path = "laplace"
+        return replace(result, method="rti", diagnostics={**result.diagnostics, "path": path})
+
+
 class ExactEvidenceMixin:
     """``exact_log_evidence`` for estimators whose model has a closed form."""
 
@@ -180,7 +190,16 @@ class ExactEvidenceMixin:
 
         Needs no fit; it is what ``method="exact"`` computes.
 
-        %(evidence_of_data)s
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,), default=None
+            Targets, for supervised models.
+
+        Returns
+        -------
+        log_evidence : float
         """
         X, y = self._validate_fit_data(X, y, reset=None)
         model = self._make_model(X)

@@ -43,7 +43,6 @@ def posterior_particles(estimator):
     return np.array(particles, dtype=np.float64), np.exp(log_w - logsumexp(log_w))
 
 
-
 class OnlineEvidenceMixin:
     """``partial_fit`` and a resumable ``fit`` for evidence estimators, by SGAIS.
 
@@ -60,7 +59,9 @@ class OnlineEvidenceMixin:
     boundaries (:func:`~skevidence.evidence.sgais.chunk_boundaries`), and is
     statistically equivalent otherwise.
 
-    Estimators mix this in before :class:`EvidenceEstimatorMixin`; hooks:
+    Estimators mix this in before :class:`ContinuousEvidenceMixin`, whose
+    ``method_params`` hold the settings of the stream (those of
+    :func:`~skevidence.sgais_log_evidence`); hooks:
 
     - ``_partial_fit_targets(X, y, classes, first)`` returns the ``(X, y)``
       the model sees. The default rejects ``classes``; a classifier sets
@@ -74,7 +75,7 @@ class OnlineEvidenceMixin:
         return joblib.hash({k: v for k, v in params.items() if k not in _FREE_PARAMS})
 
     def _start_stream(self, model):
-        self._stream = sgais_init(model, **self._sgais_params())
+        self._stream = sgais_init(model, **self._method_params(), random_state=self.random_state)
         self._stream_params = self._stream_signature()
         return self._stream
 

@@ -3,27 +3,17 @@
 from numbers import Integral, Real
 
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..models import GaussianAdditive
-from ._base import (
-    CLOSED_FORM_METHOD_CONSTRAINTS,
-    EVIDENCE_PARAMETER_CONSTRAINTS,
-    EVIDENCE_PARAMETERS,
-    EvidenceEstimatorMixin,
-    ExactEvidenceMixin,
-)
-from ._docs import fill_doc
+from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
 from ._online import OnlineEvidenceMixin
-from ._signature import shared_parameters
 
 __all__ = ["GaussianAdditiveModel"]
 
 
-@fill_doc
-@shared_parameters(EVIDENCE_PARAMETERS)
 class GaussianAdditiveModel(
-    OnlineEvidenceMixin, ExactEvidenceMixin, EvidenceEstimatorMixin, BaseEstimator
+    OnlineEvidenceMixin, ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEstimator
 ):
     r"""Evidence of the Gaussian additive model (Şimşekli et al. 2016, section 4.1.1).
 
@@ -51,15 +41,65 @@ class GaussianAdditiveModel(
         Prior variance :math:`\sigma_\theta^2 > 0`.
     noise_var : float, default=1.0
         Observation noise variance :math:`\sigma_x^2 > 0`.
-    %(closed_form_method_parameters)s
-    %(evidence_parameters)s
+    method : {"rti", "sti", "exact", "sgais", "ais"}, default="rti"
+        How the evidence is computed. ``"rti"``: thermodynamic integration
+        referenced from the Laplace fit of the posterior, a Gaussian
+        :math:`q`: stochastic thermodynamic integration
+        (:func:`~skevidence.sti_log_evidence`) along
+        :math:`q^{1-t}(p(\theta)\,p(x\mid\theta))^t`, whose integrand is
+        constant where the posterior is Gaussian (it is, for this model), so
+        neither the chains' lag nor the step-size bias of SG-MCMC moves it.
+        ``"sti"``: the papers' STI from the prior. ``"exact"``: the closed
+        form. ``"sgais"``: stochastic-gradient annealed importance sampling
+        (:func:`~skevidence.sgais_log_evidence`), the only method with
+        ``partial_fit``. ``"ais"``: annealed importance sampling with
+        full-data HMC (:func:`~skevidence.evidence.ais_log_evidence`), a
+        reference.
+    method_params : dict, default=None
+        Keyword arguments of the function ``method`` runs, other than
+        ``random_state`` and ``verbose``; ``None`` keeps its defaults. For
+        ``"rti"`` and ``"sti"`` those of :func:`~skevidence.sti_log_evidence`
+        (``temperatures`` 20, ``n_samples`` 3000, ``n_burnin`` 1000,
+        ``batch_size`` 250, ``sampler`` "psgld", ...); for ``"sgais"`` those of
+        :func:`~skevidence.sgais_log_evidence` (``n_particles`` 10,
+        ``target_ess`` 8, ``batch_size`` 500, ``n_steps`` 20,
+        ``learning_rate`` 0.1, ``reservoir_size`` None, ...); for ``"ais"``
+        those of :func:`~skevidence.evidence.ais_log_evidence`
+        (``n_particles`` 20, ``n_temperatures`` 500, ...); ``"exact"`` takes
+        none. ``fit`` raises a ``ValueError`` naming the allowed keys for any
+        other key.
+    random_state : int, RandomState instance or None, default=None
+        Seed; an int makes ``fit`` reproducible.
+    verbose : int, default=0
+        Progress reporting: ``1`` a progress bar, ``2`` a line per
+        temperature or chunk.
 
     Attributes
     ----------
-    %(online_evidence_attributes)s
+    log_evidence_ : float
+        Estimated log-evidence of all the data fitted so far (by ``fit``
+        and ``partial_fit``).
+    log_evidence_std_ : float
+        Its Monte-Carlo standard error (0 for ``method="exact"``); for
+        ``"rti"`` and ``"sti"`` it does not cover the bias of the ladder and
+        the step size.
+    result_ : EvidenceResult
+        The full record of the estimate; ``result_.method`` is ``method``.
+        With ``"rti"``, ``result_.diagnostics["path"]`` is ``"laplace"``, or
+        ``"prior"`` where no Laplace fit was found and STI ran from the prior
+        (with a warning).
+    log_evidence_path_ : ndarray of shape (n_chunks,)
+        ``method="sgais"`` only: the log-evidence of the data seen after
+        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
+    n_samples_seen_ : int
+        ``method="sgais"`` only: number of rows seen by ``fit`` and
+        ``partial_fit``.
     posterior_mean_ : ndarray of shape (n_components,)
         Exact posterior mean of :math:`\theta`.
-    %(feature_attributes)s
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` has string column names.
 
     See Also
     --------
@@ -84,8 +124,8 @@ class GaussianAdditiveModel(
         "prior_mean": [Interval(Real, None, None, closed="neither")],
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "noise_var": [Interval(Real, 0, None, closed="neither")],
-        **CLOSED_FORM_METHOD_CONSTRAINTS,
-        **EVIDENCE_PARAMETER_CONSTRAINTS,
+        "method": [StrOptions({"rti", "sti", "exact", "sgais", "ais"})],
+        **CONTINUOUS_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -94,16 +134,20 @@ class GaussianAdditiveModel(
         prior_mean=0.0,
         prior_var=1.0,
         noise_var=1.0,
-        method="sti",
+        method="rti",
         *,
-        reference="laplace",
+        method_params=None,
+        random_state=None,
+        verbose=0,
     ):
         self.n_components = n_components
         self.prior_mean = prior_mean
         self.prior_var = prior_var
         self.noise_var = noise_var
         self.method = method
-        self.reference = reference
+        self.method_params = method_params
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _make_model(self, X):
         return GaussianAdditive(self.n_components, self.prior_mean, self.prior_var, self.noise_var)
@@ -116,7 +160,13 @@ class GaussianAdditiveModel(
         ----------
         X : array-like of shape (n_samples, 1)
             Observations; every entry is one :math:`x_n`.
-        %(fit_returns)s
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
         """
         X, _ = self._validate_fit_data(X, None, reset=True)
         model = self._fit_evidence(X)

@@ -10,33 +10,12 @@ from sklearn.utils import gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._config import SGAIS_BATCH_SIZE
+from .._config import GMM_SGAIS_DEFAULTS
 from ..models.gaussian_mixture import DiagonalGaussianMixture
-from ._base import (
-    EVIDENCE_PARAMETER_CONSTRAINTS,
-    EVIDENCE_PARAMETERS,
-    EvidenceEstimatorMixin,
-)
-from ._docs import fill_doc
+from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
 from ._online import OnlineEvidenceMixin, posterior_particles
-from ._signature import shared_parameters
 
 __all__ = ["BayesianGMM", "relabel_particles"]
-
-#: SGAIS's per-observation learning rate for the mixture, the value Cameron,
-#: Eggers & Kroon (2019a) also run their Gaussian mixture with. The general
-#: default of 0.1 makes 20 SGHMC steps too short to carry a component across
-#: the data while only tens of points are seen: the particles then miss the
-#: modes a new cluster opens, and the evidence of the true number of
-#: components comes out tens of nats low, that of a larger number less so.
-GMM_LEARNING_RATE = 1.0
-#: SGAIS's particles for the mixture and the ESS each annealing step keeps.
-#: When a new cluster opens a mode, few particles reach it and the log of the
-#: estimate is biased low; with the general 10 particles the evidence of 5
-#: separated clusters fell 14 nats below its lower bound at K = 5 and 5 at
-#: K = 6, enough to pick 6; with 30, 3 and 1 nats.
-GMM_PARTICLES = 30
-GMM_TARGET_ESS = 24
 
 #: Rows per block when predicting, so that the (particles, rows, components,
 #: features) intermediate stays small whatever the size of ``X``.
@@ -97,15 +76,7 @@ def relabel_particles(model, particles, weights):
     return np.concatenate([eta[take], mu[take].reshape(m, -1), s[take].reshape(m, -1)], axis=1)
 
 
-@fill_doc
-@shared_parameters(
-    EVIDENCE_PARAMETERS,
-    n_particles=GMM_PARTICLES,
-    target_ess=GMM_TARGET_ESS,
-    batch_size=SGAIS_BATCH_SIZE,
-    learning_rate=GMM_LEARNING_RATE,
-)
-class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, BaseEstimator):
+class BayesianGMM(OnlineEvidenceMixin, ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
     r"""Gaussian mixture with diagonal covariances, scored by its evidence (Cameron et al. 2019b, section 4.3).
 
     .. math::
@@ -139,7 +110,8 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         How the evidence is computed: stochastic-gradient annealed importance
         sampling (:func:`~skevidence.sgais_log_evidence`), annealed importance
         sampling with full-data HMC (:func:`~skevidence.evidence.ais_log_evidence`),
-        or stochastic thermodynamic integration (:func:`~skevidence.sti_log_evidence`).
+        or stochastic thermodynamic integration from the prior
+        (:func:`~skevidence.sti_log_evidence`).
     weight_concentration : float, default=1.0
         Dirichlet concentration :math:`\alpha` of the mixture weights.
     mean_precision : float, default=0.25
@@ -148,11 +120,40 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         Shape :math:`a` of the inverse-gamma prior on the variances.
     var_scale : float, default=1.0
         Scale :math:`b` of the inverse-gamma prior on the variances.
-    %(evidence_parameters)s
+    method_params : dict, default=None
+        Keyword arguments of the function ``method`` runs, other than
+        ``random_state`` and ``verbose``; ``None`` keeps the defaults. For
+        ``"sgais"`` those of :func:`~skevidence.sgais_log_evidence`, whose
+        defaults this estimator changes to ``n_particles`` 30, ``target_ess``
+        24 and ``learning_rate`` 1.0 (see Notes; the others: ``batch_size``
+        500, ``n_steps`` 20, ``reservoir_size`` None, ...); for ``"ais"`` those
+        of :func:`~skevidence.evidence.ais_log_evidence` (``n_particles`` 20,
+        ``n_temperatures`` 500, ...); for ``"sti"`` those of
+        :func:`~skevidence.sti_log_evidence` (``temperatures`` 20,
+        ``n_samples`` 3000, ``n_burnin`` 1000, ``batch_size`` 250, ...).
+        ``fit`` raises a ``ValueError`` naming the allowed keys for any other
+        key.
+    random_state : int, RandomState instance or None, default=None
+        Seed; an int makes ``fit`` reproducible.
+    verbose : int, default=0
+        Progress reporting: ``1`` a progress bar, ``2`` a line per chunk or
+        temperature.
 
     Attributes
     ----------
-    %(online_evidence_attributes)s
+    log_evidence_ : float
+        Estimated log-evidence of all the data fitted so far (by ``fit``
+        and ``partial_fit``).
+    log_evidence_std_ : float
+        Its Monte-Carlo standard error.
+    result_ : EvidenceResult
+        The full record of the estimate; ``result_.method`` is ``method``.
+    log_evidence_path_ : ndarray of shape (n_chunks,)
+        ``method="sgais"`` only: the log-evidence of the data seen after
+        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
+    n_samples_seen_ : int
+        ``method="sgais"`` only: number of rows seen by ``fit`` and
+        ``partial_fit``.
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles in the model's unconstrained layout
         ``(eta, mu, log sigma^2)`` (see
@@ -170,7 +171,10 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         Posterior mean of the component means.
     covariances_ : ndarray of shape (n_components, n_features)
         Posterior mean of the component variances (diagonal covariances).
-    %(feature_attributes)s
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` has string column names.
 
     See Also
     --------
@@ -189,13 +193,12 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
     ``means_``, ``covariances_`` and :meth:`predict_proba` use these labels.
     The evidence itself sums over all labellings and needs no relabelling.
 
-    **SGAIS defaults.** ``n_particles=30`` and ``learning_rate=1.0`` are
-    larger than the other estimators' 10 and 0.1. With 10 particles the
-    evidence of the true number of separated clusters comes out several nats
-    low, more than that of a larger number; with 0.1 the SGHMC moves are too
-    short for a mixture, the evidence at the true number of components comes
-    out tens of nats low while larger numbers lose less, and the search
-    over-selects.
+    **SGAIS defaults.** 30 particles and a learning rate of 1.0, larger
+    than the function's 10 and 0.1: with 10 particles the evidence of the
+    true number of separated clusters is several nats low, more than that of
+    a larger number; with 0.1 the SGHMC moves are too short for a mixture,
+    the evidence at the true number of components is tens of nats low while
+    larger numbers lose less, and the search over-selects.
 
     Examples
     --------
@@ -219,8 +222,10 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         "mean_precision": [Interval(Real, 0, None, closed="neither")],
         "var_shape": [Interval(Real, 0, None, closed="neither")],
         "var_scale": [Interval(Real, 0, None, closed="neither")],
-        **EVIDENCE_PARAMETER_CONSTRAINTS,
+        **CONTINUOUS_PARAMETER_CONSTRAINTS,
     }
+
+    _method_defaults = {"sgais": GMM_SGAIS_DEFAULTS}
 
     def __init__(
         self,
@@ -231,6 +236,9 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         mean_precision=0.25,
         var_shape=1.0,
         var_scale=1.0,
+        method_params=None,
+        random_state=None,
+        verbose=0,
     ):
         self.n_components = n_components
         self.method = method
@@ -238,6 +246,9 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         self.mean_precision = mean_precision
         self.var_shape = var_shape
         self.var_scale = var_scale
+        self.method_params = method_params
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _make_model(self, X):
         return DiagonalGaussianMixture(
@@ -267,7 +278,13 @@ class BayesianGMM(OnlineEvidenceMixin, EvidenceEstimatorMixin, DensityMixin, Bas
         ----------
         X : array-like of shape (n_samples, n_features)
             Data, one row per observation.
-        %(fit_returns)s
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
         """
         X, _ = self._validate_fit_data(X, None, reset=True)
         model = self._fit_evidence(X)

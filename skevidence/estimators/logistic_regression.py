@@ -9,16 +9,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._config import SGAIS_BATCH_SIZE
 from ..models.softmax_regression import SoftmaxRegression
-from ._base import (
-    EVIDENCE_PARAMETER_CONSTRAINTS,
-    EVIDENCE_PARAMETERS,
-    EvidenceEstimatorMixin,
-)
-from ._docs import fill_doc
+from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
 from ._online import OnlineEvidenceMixin, posterior_particles
-from ._signature import shared_parameters
 
 __all__ = ["BayesianLogisticRegression"]
 
@@ -27,10 +20,8 @@ __all__ = ["BayesianLogisticRegression"]
 _PREDICT_ROWS = 8192
 
 
-@fill_doc
-@shared_parameters(EVIDENCE_PARAMETERS, batch_size=SGAIS_BATCH_SIZE)
 class BayesianLogisticRegression(
-    OnlineEvidenceMixin, EvidenceEstimatorMixin, ClassifierMixin, BaseEstimator
+    OnlineEvidenceMixin, ContinuousEvidenceMixin, ClassifierMixin, BaseEstimator
 ):
     r"""Softmax (multinomial logistic) regression scored by its evidence (Cameron et al. 2019b, section 4.2).
 
@@ -62,14 +53,43 @@ class BayesianLogisticRegression(
         How the evidence is computed: stochastic-gradient annealed importance
         sampling (:func:`~skevidence.sgais_log_evidence`), annealed importance
         sampling with full-data HMC (:func:`~skevidence.evidence.ais_log_evidence`),
-        or stochastic thermodynamic integration (:func:`~skevidence.sti_log_evidence`).
-    %(evidence_parameters)s
+        or stochastic thermodynamic integration from the prior
+        (:func:`~skevidence.sti_log_evidence`).
+    method_params : dict, default=None
+        Keyword arguments of the function ``method`` runs, other than
+        ``random_state`` and ``verbose``; ``None`` keeps its defaults. For
+        ``"sgais"`` those of :func:`~skevidence.sgais_log_evidence`
+        (``n_particles`` 10, ``target_ess`` 8, ``batch_size`` 500,
+        ``n_steps`` 20, ``learning_rate`` 0.1, ``reservoir_size`` None, ...);
+        for ``"ais"`` those of :func:`~skevidence.evidence.ais_log_evidence`
+        (``n_particles`` 20, ``n_temperatures`` 500, ...); for ``"sti"`` those
+        of :func:`~skevidence.sti_log_evidence` (``temperatures`` 20,
+        ``n_samples`` 3000, ``n_burnin`` 1000, ``batch_size`` 250, ...).
+        ``fit`` raises a ``ValueError`` naming the allowed keys for any other
+        key.
+    random_state : int, RandomState instance or None, default=None
+        Seed; an int makes ``fit`` reproducible.
+    verbose : int, default=0
+        Progress reporting: ``1`` a progress bar, ``2`` a line per chunk or
+        temperature.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels; column ``k`` of :meth:`predict_proba` is ``classes_[k]``.
-    %(online_evidence_attributes)s
+    log_evidence_ : float
+        Estimated log-evidence of all the data fitted so far (by ``fit``
+        and ``partial_fit``).
+    log_evidence_std_ : float
+        Its Monte-Carlo standard error.
+    result_ : EvidenceResult
+        The full record of the estimate; ``result_.method`` is ``method``.
+    log_evidence_path_ : ndarray of shape (n_chunks,)
+        ``method="sgais"`` only: the log-evidence of the data seen after
+        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
+    n_samples_seen_ : int
+        ``method="sgais"`` only: number of rows seen by ``fit`` and
+        ``partial_fit``.
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles ``(W.ravel(), b)``, ``W`` of shape
         ``(n_features, n_classes)`` (see
@@ -85,7 +105,10 @@ class BayesianLogisticRegression(
         Posterior mean of the weights (transposed, in scikit-learn's layout).
     intercept_ : ndarray of shape (n_classes,)
         Posterior mean of the biases.
-    %(feature_attributes)s
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` has string column names.
 
     See Also
     --------
@@ -111,16 +134,23 @@ class BayesianLogisticRegression(
     _parameter_constraints = {
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"sgais", "ais", "sti"})],
-        **EVIDENCE_PARAMETER_CONSTRAINTS,
+        **CONTINUOUS_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
         self,
         prior_var=1.0,
         method="sgais",
+        *,
+        method_params=None,
+        random_state=None,
+        verbose=0,
     ):
         self.prior_var = prior_var
         self.method = method
+        self.method_params = method_params
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _make_model(self, X):
         return SoftmaxRegression(X.shape[1], len(self.classes_), self.prior_var)

@@ -296,7 +296,7 @@ def ais_log_evidence(
         warnings.warn(
             f"The AIS weights are degenerate (effective sample size {ess:.2f} of {n_particles} "
             f"particles): log Z = {log_evidence:.6g} and its standard error are unreliable. "
-            "Increase n_temperatures (the estimators' temperatures) or n_steps.",
+            "Increase n_temperatures or n_steps.",
             ConvergenceWarning,
             stacklevel=2,
         )

@@ -27,7 +27,7 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from .._config import SGAIS_BATCH_SIZE, SGAIS_DEFAULTS, SGAIS_LEARNING_RATE, SGAIS_MOMENTUM_DECAY
+from .._config import SGAIS_BATCH_SIZE, SGAIS_DEFAULTS, SGAIS_MOMENTUM_DECAY
 from .._progress import progress
 from .._random import seed_sequence
 from .._validation import check_int
@@ -54,11 +54,6 @@ __all__ = [
     "sgais_log_evidence",
 ]
 
-#: Minibatch and chunk size, learning rate and friction of Cameron et al. (2019a, b)
-#: (``skevidence._config``).
-DEFAULT_BATCH_SIZE = SGAIS_BATCH_SIZE
-DEFAULT_LEARNING_RATE = SGAIS_LEARNING_RATE
-DEFAULT_MOMENTUM_DECAY = SGAIS_MOMENTUM_DECAY
 #: The chunk schedule of Cameron et al. (2019b): chunks of 20 while n <= 80, n // 4 while n < 2000.
 _SMALL_CHUNK, _SMALL_N, _LARGE_N = 20, 80, 2000
 #: Relative precision of the bisection on the next inverse temperature.
@@ -67,7 +62,7 @@ _BISECTION_RTOL = 1e-6
 _MAX_ANNEALING_STEPS = 100_000
 
 
-def next_chunk_size(n_seen, batch_size=DEFAULT_BATCH_SIZE, chunk_size=None):
+def next_chunk_size(n_seen, batch_size=SGAIS_BATCH_SIZE, chunk_size=None):
     """Size of the chunk that follows ``n_seen`` data points.
 
     With ``chunk_size=None`` this is the schedule of Cameron et al. (2019b): 20 while
@@ -86,7 +81,7 @@ def next_chunk_size(n_seen, batch_size=DEFAULT_BATCH_SIZE, chunk_size=None):
     return int(min(size, batch_size))
 
 
-def chunk_boundaries(n_data, *, n_seen=0, batch_size=DEFAULT_BATCH_SIZE, chunk_size=None):
+def chunk_boundaries(n_data, *, n_seen=0, batch_size=SGAIS_BATCH_SIZE, chunk_size=None):
     """Cumulative data counts at the end of each chunk when ``n_data`` points follow ``n_seen``.
 
     The last chunk is cut short at ``n_seen + n_data``. Splitting a data set
@@ -250,14 +245,14 @@ def sgais_init(
     *,
     n_particles=SGAIS_DEFAULTS["n_particles"],
     target_ess=SGAIS_DEFAULTS["target_ess"],
-    batch_size=DEFAULT_BATCH_SIZE,
+    batch_size=SGAIS_BATCH_SIZE,
     chunk_size=SGAIS_DEFAULTS["chunk_size"],
     n_steps=SGAIS_DEFAULTS["n_steps"],
-    learning_rate=DEFAULT_LEARNING_RATE,
-    momentum_decay=DEFAULT_MOMENTUM_DECAY,
+    learning_rate=SGAIS_DEFAULTS["learning_rate"],
+    momentum_decay=SGAIS_MOMENTUM_DECAY,
     noise_correction=0.0,
-    resample=True,
-    reservoir_size=None,
+    resample=SGAIS_DEFAULTS["resample"],
+    reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
     control_variates=True,
     random_state=None,
 ):
@@ -485,13 +480,13 @@ def sgais_log_evidence(
     *,
     n_particles=SGAIS_DEFAULTS["n_particles"],
     target_ess=SGAIS_DEFAULTS["target_ess"],
-    batch_size=DEFAULT_BATCH_SIZE,
+    batch_size=SGAIS_BATCH_SIZE,
     chunk_size=SGAIS_DEFAULTS["chunk_size"],
     n_steps=SGAIS_DEFAULTS["n_steps"],
-    learning_rate=DEFAULT_LEARNING_RATE,
-    resample=True,
-    momentum_decay=DEFAULT_MOMENTUM_DECAY,
-    reservoir_size=None,
+    learning_rate=SGAIS_DEFAULTS["learning_rate"],
+    resample=SGAIS_DEFAULTS["resample"],
+    momentum_decay=SGAIS_MOMENTUM_DECAY,
+    reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
     control_variates=True,
     random_state=None,
     verbose=0,

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
-from .._config import LOG_SGLD_STEP, PSGLD_SIGMA, REWEIGHT_MIN_ESS, STI_BATCH_SIZE, STI_FUNCTION_DEFAULTS
+from .._config import LOG_SGLD_STEP, PSGLD_SIGMA, REWEIGHT_MIN_ESS, STI_DEFAULTS
 from .._progress import progress
 from .._random import seed_sequence
 from .._validation import check_int
@@ -19,9 +19,6 @@ from ._runner import GradientChainRunner
 from ._stderr import batch_means_variance
 
 __all__ = ["sti_log_evidence", "default_step_size", "check_raw_data", "prepare_finite_data"]
-
-#: Default minibatch size (``skevidence._config.STI_BATCH_SIZE``).
-DEFAULT_BATCH_SIZE = STI_BATCH_SIZE
 
 
 def default_step_size(n_data, batch_size, sampler_name):
@@ -141,14 +138,14 @@ def sti_log_evidence(
     X,
     y=None,
     *,
-    temperatures=STI_FUNCTION_DEFAULTS["temperatures"],
-    ladder=STI_FUNCTION_DEFAULTS["ladder"],
-    n_samples=STI_FUNCTION_DEFAULTS["n_samples"],
-    n_burnin=STI_FUNCTION_DEFAULTS["n_burnin"],
-    batch_size=STI_FUNCTION_DEFAULTS["batch_size"],
-    sampler=STI_FUNCTION_DEFAULTS["sampler"],
-    step_size=STI_FUNCTION_DEFAULTS["step_size"],
-    step_decay=STI_FUNCTION_DEFAULTS["step_decay"],
+    temperatures=STI_DEFAULTS["temperatures"],
+    ladder=STI_DEFAULTS["ladder"],
+    n_samples=STI_DEFAULTS["n_samples"],
+    n_burnin=STI_DEFAULTS["n_burnin"],
+    batch_size=STI_DEFAULTS["batch_size"],
+    sampler=STI_DEFAULTS["sampler"],
+    step_size=STI_DEFAULTS["step_size"],
+    step_decay=STI_DEFAULTS["step_decay"],
     random_state=None,
     verbose=0,
 ):
@@ -175,7 +172,7 @@ def sti_log_evidence(
         entry) is one datum.
     y : array-like, default=None
         Targets, for conditional models.
-    temperatures : int or array-like, default=10
+    temperatures : int or array-like, default=20
         An int ``T`` gives a ladder of ``T + 1`` temperatures of kind
         ``ladder``; an array is used as the ladder itself and must increase
         strictly from 0 to 1.
@@ -232,7 +229,7 @@ def sti_log_evidence(
     >>> from skevidence.models import GaussianAdditive
     >>> model = GaussianAdditive(n_components=2, prior_mean=1.0, noise_var=1.0)
     >>> x = np.random.default_rng(0).normal(2.0, 1.0, size=500)
-    >>> result = sti_log_evidence(model, x, n_samples=600, n_burnin=200, random_state=0)
+    >>> result = sti_log_evidence(model, x, n_samples=1000, n_burnin=300, random_state=0)
     >>> bool(abs(result.log_evidence - model.exact_log_evidence(x)) < 5 * result.std_error)
     True
     """

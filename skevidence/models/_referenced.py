@@ -1,4 +1,4 @@
-r"""A model re-read from a Gaussian reference: the referenced path of STI for continuous models.
+r"""A model re-read from a Gaussian reference: the referenced path of STI for continuous models (``method="rti"``).
 
 Thermodynamic integration from the prior follows :math:`p(\theta)\,p(X\mid\theta)^t`;
 when the data are many the chains must cross from the prior to a narrow
@@ -102,17 +102,17 @@ class GaussianReferencedModel(EvidenceModel):
     """
 
     exact_prior_sampling = True
-    #: From the reference the integrand barely varies over q's draws, but each
-    #: draw's minibatch estimate of it is noisy; weights p(x|z)^t of such draws
-    #: follow the noise and were measured to lift the lowest rungs by up to 120
-    #: nats (0.2 nats of the evidence). Chains are run at every t > 0 instead.
+    #: No reweighted draws: from the reference the integrand barely varies over
+    #: q's draws, but each draw's minibatch estimate of it is noisy, and weights
+    #: p(x|z)^t of such draws follow the noise (they lift the lowest rungs by up
+    #: to 120 nats, 0.2 nats of the evidence). A chain runs at every t > 0.
     reweight_prior_draws = False
 
     def __init__(self, model, mean, cov, n_data):
         if model.nonnegative is not None and np.any(model.nonnegative):
             raise ValueError(
                 f"{type(model).__name__} has non-negative parameters; a Gaussian reference would put "
-                "mass where its prior has none. Use reference='prior'."
+                "mass where its prior has none. Run STI from the prior (method='sti')."
             )
         self.model = model
         self.mean = np.asarray(mean, dtype=np.float64)
