@@ -28,8 +28,6 @@ __all__ = [
     "PSGLD_SIGMA",
     "STEP_DECAY",
     "LADDER_ATOL",
-    "LOG_SGLD_STEP",
-    "LOG_SGLD_MAX_DRIFT",
     "LANGEVIN_MAX_DRIFT",
     "MAX_CAPPED_FRACTION",
     "PARALLEL_MIN_PART",
@@ -67,16 +65,6 @@ REWEIGHT_MIN_ESS = 0.5
 #: twins to rounding and detect non-finite values, which fastmath's
 #: no-NaN/no-inf assumptions would break.
 FASTMATH = False
-
-#: Step size (log units) of log-space SGLD after burn-in with step_size="auto".
-LOG_SGLD_STEP = 0.01
-
-#: Largest log-space drift of one log-space SGLD step (a factor e per step).
-#: Near equilibrium drifts are O(step) and never reach it; it only tames the
-#: first steps from a state far from the data (a prior draw at a large scale,
-#: where the data-given preconditioner underestimates the curvature), which
-#: would otherwise overflow exp.
-LOG_SGLD_MAX_DRIFT = 1.0
 
 #: Largest drift of one SGLD or pSGLD step of the factorisation kernels, in
 #: standard deviations of the step's own noise. The Poisson gradient

@@ -212,9 +212,9 @@ def _method_params(args):
 
 def _nmf_rank(args, out):
     from .audio import SpectrogramTransformer
+    from .cp import auto_prior_rate
     from .estimators import BayesianNMFRankSelector
     from .evidence import ERROR_PIECES
-    from .cp import auto_prior_rate
 
     paths, waveforms, rate = _load(args.files)
     # The Gamma family models powers; Poisson reads magnitudes as counts.

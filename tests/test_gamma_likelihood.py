@@ -13,13 +13,13 @@ from scipy.special import gammaln, logsumexp
 
 from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from skevidence import BayesianNMFRankSelector, PoissonNMF
-from skevidence.datasets import make_harmonic_melody
 from skevidence.cp.data import CPData
 from skevidence.cp.kernels.passes import fisher_pass, log_likelihood
 from skevidence.cp.likelihood import entry, log_density
 from skevidence.cp.model import auto_prior_rate
 from skevidence.cp.reference import laplace_reference
 from skevidence.cp.rti import referenced_ti_log_evidence
+from skevidence.datasets import make_harmonic_melody
 
 # ----------------------------------------------------------------------------- NumPy twins
 

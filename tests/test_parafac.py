@@ -1,13 +1,11 @@
 """PoissonPARAFAC: scikit-learn API, evidence against the rank-1 closed form, bad input."""
 
-import warnings
 
 import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from poisson_parafac_exact import rank1_log_evidence

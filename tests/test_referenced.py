@@ -15,10 +15,6 @@ from poisson_nmf_exact import rank1_log_evidence
 from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import BayesianNMFRankSelector, PoissonNMF, PoissonPARAFAC
 from skevidence.cp.data import CPData
-from skevidence.cp.kernels.passes import entry_pass, log_likelihood
-from skevidence.cp.reference import variational_reference
-from skevidence.cp.rti import referenced_ti_log_evidence
-from skevidence.evidence._ladder import rti_temperatures, simpson_weights
 from skevidence.cp.kernels.hmc import (
     _perm_lse,
     _row_lse,
@@ -27,6 +23,10 @@ from skevidence.cp.kernels.hmc import (
     run_referenced_ladder,
     symmetric_log_q,
 )
+from skevidence.cp.kernels.passes import entry_pass, log_likelihood
+from skevidence.cp.reference import variational_reference
+from skevidence.cp.rti import referenced_ti_log_evidence
+from skevidence.evidence._ladder import rti_temperatures, simpson_weights
 
 # ----------------------------------------------------------------------------- NumPy twins
 

@@ -115,8 +115,8 @@ class _Ladder:
         accept = np.zeros(levels.size)
         self.n_grad += run_referenced_ladder(
             *data.pass_args(), data.constant, self.alpha, self.beta, self.rates, self.inv_mass, self.perms,
-            self.log_r_fact, self.temperatures, levels, chained, self.phi, self.steps, n_burnin, n_keep, self.n_leapfrog, int(self.rng.randint(0, 2**31 - 1)), U,
-            accept, self.theta_sum, True,
+            self.log_r_fact, self.temperatures, levels, chained, self.phi, self.steps, n_burnin, n_keep,
+            self.n_leapfrog, int(self.rng.randint(0, 2**31 - 1)), U, accept, self.theta_sum, True,
         )
         for i, level in enumerate(levels):
             self.samples[level].append(U[i])

@@ -2,47 +2,22 @@
 
 import warnings
 from dataclasses import replace
-from numbers import Integral, Real
 
 import joblib
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y, validate_data
 
-from .._config import SGAIS_DEFAULTS, STI_DEFAULTS
 from ..evidence import ais_log_evidence, exact_log_evidence, sgais_log_evidence, sti_log_evidence
 from ..evidence.sti import prepare_finite_data
-from ..samplers import Sampler
 from ._methods import method_kwargs
 
 __all__ = [
     "CONTINUOUS_PARAMETER_CONSTRAINTS",
-    "EVIDENCE_PARAMETERS",
     "METHOD_FUNCTIONS",
     "ContinuousEvidenceMixin",
     "EvidenceEstimatorMixin",
     "ExactEvidenceMixin",
 ]
-
-#: Constraints of the STI settings of the CP-model estimators, which take them as parameters.
-STI_PARAMETER_CONSTRAINTS = {
-    "temperatures": [Interval(Integral, 1, None, closed="left"), "array-like"],
-    "ladder": [StrOptions({"power", "uniform"})],
-    "n_samples": [Interval(Integral, 2, None, closed="left")],
-    "n_burnin": [Interval(Integral, 0, None, closed="left")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "sampler": [StrOptions({"sgld", "psgld"}), Sampler],
-    "step_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-    "step_decay": [Interval(Real, 0, 1, closed="both")],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
-}
-
-#: The STI and SGAIS settings with their defaults as one group of estimator
-#: parameters, the group ``tests/test_shared_parameters.py`` exercises
-#: :mod:`~skevidence.estimators._signature` and :mod:`~skevidence.estimators._docs`
-#: with. The continuous estimators take these settings in ``method_params``.
-EVIDENCE_PARAMETERS = {**STI_DEFAULTS, **SGAIS_DEFAULTS, "random_state": None, "verbose": 0}
 
 #: The function each ``method`` of the continuous estimators runs; ``method_params``
 #: holds its keyword arguments (``"rti"``: STI on the model seen from its Laplace fit).
@@ -90,10 +65,6 @@ class EvidenceEstimatorMixin:
         if reset is None:
             return check_array(X, **kwargs), None
         return validate_data(self, X, reset=reset, **kwargs), None
-
-    def _evidence(self, model, X, y):
-        """STI from the prior with the settings of ``self._sti_params()``."""
-        return sti_log_evidence(model, X, y, **self._sti_params())
 
     def _fit_evidence(self, X, y=None):
         """Set ``result_``, ``log_evidence_``, ``log_evidence_std_`` for the fitted data."""

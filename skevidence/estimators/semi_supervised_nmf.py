@@ -17,8 +17,6 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._docs import fill_doc
-
 __all__ = ["SemiSupervisedNMF", "SeparationResult"]
 
 #: The intensity ``V = W H`` is floored at this fraction of ``max(X)`` before
@@ -181,7 +179,6 @@ class SeparationResult:
         return speech / np.maximum(speech + noise, _TINY)
 
 
-@fill_doc
 class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Speech enhancement by semi-supervised Poisson NMF (speech dictionary fixed, noise learned).
 
@@ -405,7 +402,13 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         X : array-like of shape (n_frames, n_freq)
             Non-negative magnitude spectrogram of clean speech, frames as
             rows (several sentences may be stacked).
-        %(fit_returns)s
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
         """
         X = self._validate_input(X, reset=True)
         if self.speech_components is not None:

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
-from .._config import LOG_SGLD_STEP, PSGLD_SIGMA, REWEIGHT_MIN_ESS, STI_DEFAULTS
+from .._config import PSGLD_SIGMA, REWEIGHT_MIN_ESS, STI_DEFAULTS
 from .._progress import progress
 from .._random import seed_sequence
 from .._validation import check_int
@@ -30,14 +30,11 @@ def default_step_size(n_data, batch_size, sampler_name):
     the likelihood gradient vanishes (near :math:`t = 0`) the preconditioner
     reaches its bound ``1 / sigma`` and the prior alone sets the scale, so the
     step is also capped at ``0.1 * sigma`` (stable for prior curvatures up to
-    about 10). Log-space SGLD moves in log units, where ``0.01`` suits the
-    NMF kernel's data-given preconditioner. SGLD has no such scale: ``0.1 / N``
+    about 10). SGLD has no such scale: ``0.1 / N``
     suits likelihoods of unit per-datum curvature and must be tuned otherwise.
     """
     if sampler_name == "psgld":
         return min(0.1 / (n_data * np.sqrt(batch_size)), 0.1 * PSGLD_SIGMA)
-    if sampler_name == "logsgld":
-        return LOG_SGLD_STEP
     return 0.1 / n_data
 
 
@@ -186,9 +183,8 @@ def sti_log_evidence(
         Burn-in iterations, discarded; must be less than ``n_samples``.
     batch_size : int, default=250
         Minibatch size :math:`N_s` (capped at the number of data points).
-    sampler : {"psgld", "sgld", "logsgld"} or Sampler, default="psgld"
-        The SG-MCMC update rule (``"logsgld"``: SGLD on the log of positive
-        parameters, see :class:`~skevidence.samplers.LogSGLD`).
+    sampler : {"psgld", "sgld"} or Sampler, default="psgld"
+        The SG-MCMC update rule.
     step_size : float or "auto", default="auto"
         The scale :math:`a` of the burn-in schedule :math:`\epsilon_k = (a/k)^b`
         (the notation of Şimşekli et al. 2016), after which the step stays at

@@ -450,9 +450,9 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                     break
                 # The log target is needed at the end of the trajectory only.
                 last = step_i == n_leapfrog - 1
-                logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi_new,
-                                                     theta, grad_new, lik_grad_new, sums, alpha, log_norm_q, beta,
-                                                     rates, perms, log_r_fact, C, terms, last)
+                logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant,
+                                                     phi_new, theta, grad_new, lik_grad_new, sums, alpha, log_norm_q,
+                                                     beta, rates, perms, log_r_fact, C, terms, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
                     ok = False

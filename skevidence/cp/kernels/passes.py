@@ -10,7 +10,6 @@ through three BLAS products, anything else by a loop over the listed entries
 its gradient from the factors' column sums.
 """
 
-import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
@@ -123,9 +122,9 @@ def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def fisher_pass(dense2, X, coords, F, offsets, kappa, floor, out):
-    r"""Fill ``out`` with the Gamma likelihood's expected curvature :math:`\kappa\sum_e (\partial v_e/\partial F_{ir})^2 / v_e^2`.
+    r"""Fill ``out`` with the Gamma likelihood's expected curvature in the factors.
 
-    The diagonal of the Fisher information in the factors (the data enter
+    That is :math:`\kappa\sum_e (\partial v_e/\partial F_{ir})^2 / v_e^2`, the diagonal of the Fisher information in the factors (the data enter
     through their positions only, :math:`E[x] = v`); ``coords`` list every
     entry unless ``dense2``.
     """
