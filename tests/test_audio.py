@@ -398,7 +398,8 @@ def _two_tone_waveform(rate=8000, seconds=0.6):
 def test_pipeline_selects_a_rank_and_scores(rng):
     x = _two_tone_waveform() + 1e-3 * rng.standard_normal(4800)
     selector = BayesianNMFRankSelector(
-        ranks=(1, 2), temperatures=3, n_samples=60, n_burnin=20, random_state=0, reference="prior"
+        ranks=(1, 2), method_params=dict(n_temperatures=4, n_burnin=10, n_keep=20, n_starts=2), tol=None,
+        random_state=0
     )
     pipe = make_pipeline(SpectrogramTransformer(), selector).fit(x)
     score = pipe.score(x)

@@ -59,6 +59,9 @@ SPARSE_KINDS = ("matrix", "counts", "tensor", "tensor-counts")
 FAST_STI = dict(temperatures=3, n_samples=40, n_burnin=10, random_state=0)
 #: The same chains for the continuous estimators, whose settings are in method_params.
 FAST_STI_PARAMS = dict(method_params=dict(temperatures=3, n_samples=40, n_burnin=10), random_state=0)
+#: One short round of referenced TI for the CP estimators, and a short Chib's method.
+FAST_CP = dict(method_params=dict(n_temperatures=4, n_burnin=10, n_keep=20, n_starts=2), tol=None, random_state=0)
+FAST_CHIB = dict(n_samples=30, n_burnin=10, n_reduced=20)
 FAST_SGAIS_PARAMS = dict(method_params=dict(n_particles=4, target_ess=2, n_steps=2), random_state=0)
 
 
@@ -99,13 +102,11 @@ TARGETS = {
     "GaussianAdditiveModel": (lambda: GaussianAdditiveModel(n_components=2, **FAST_STI_PARAMS), "real"),
     "GaussianAdditiveModel(exact)": (lambda: GaussianAdditiveModel(n_components=2, method="exact"), "real"),
     "BayesianLinearRegression": (lambda: BayesianLinearRegression(**FAST_STI_PARAMS), "regression"),
-    "PoissonNMF": (lambda: PoissonNMF(n_components=1, sampler="logsgld", **FAST_STI), "matrix"),
+    "PoissonNMF": (lambda: PoissonNMF(n_components=1, **FAST_CP), "matrix"),
     "PoissonNMF(chib)": (
-        lambda: PoissonNMF(n_components=1, method="chib", n_gibbs=30, n_gibbs_burnin=10, n_reduced=20,
-                           random_state=0),
-        "counts",
+        lambda: PoissonNMF(n_components=1, method="chib", method_params=FAST_CHIB, random_state=0), "counts",
     ),
-    "BayesianNMFRankSelector": (lambda: BayesianNMFRankSelector(ranks=(1,), **FAST_STI), "matrix"),
+    "BayesianNMFRankSelector": (lambda: BayesianNMFRankSelector(ranks=(1,), **FAST_CP), "matrix"),
     "SemiSupervisedNMF": (lambda: SemiSupervisedNMF(n_components=1, max_iter=3, random_state=0), "matrix"),
     "EvidenceGridSearch": (
         lambda: EvidenceGridSearch(GaussianAdditiveModel(method="exact"), {"n_components": [1, 2]},
@@ -130,13 +131,11 @@ TARGETS = {
         lambda: _Function(skevidence.exact_log_evidence, _gaussian_additive()), "observations",
     ),
     "event_count_tensor": (lambda: _EventTensor(), "events"),
-    "PoissonPARAFAC": (lambda: PoissonPARAFAC(rank=1, sampler="logsgld", **FAST_STI), "tensor"),
+    "PoissonPARAFAC": (lambda: PoissonPARAFAC(rank=1, **FAST_CP), "tensor"),
     "PoissonPARAFAC(chib)": (
-        lambda: PoissonPARAFAC(rank=1, method="chib", n_gibbs=30, n_gibbs_burnin=10, n_reduced=20,
-                               random_state=0),
-        "tensor-counts",
+        lambda: PoissonPARAFAC(rank=1, method="chib", method_params=FAST_CHIB, random_state=0), "tensor-counts",
     ),
-    "PARAFACRankSelector": (lambda: PARAFACRankSelector(ranks=(1,), **FAST_STI), "tensor"),
+    "PARAFACRankSelector": (lambda: PARAFACRankSelector(ranks=(1,), **FAST_CP), "tensor"),
     "BayesianLogisticRegression": (
         lambda: BayesianLogisticRegression(**FAST_SGAIS_PARAMS),
         "classification",
@@ -263,12 +262,12 @@ def test_bad_input_battery(name, case):
         (lambda: GaussianAdditiveModel(method_params={"temperatures": [0.0, 0.5, 0.4, 1.0]}).fit(np.ones((3, 1))),
          r"increas"),
         (lambda: GaussianAdditiveModel(method_params={"temperatures": [0.1, 1.0]}).fit(np.ones((3, 1))), r"0"),
-        (lambda: PoissonNMF(n_components=0, reference="prior").fit(np.ones((3, 3))), r"n_components"),
-        (lambda: PoissonNMF(n_blocks=9, reference="prior").fit(np.ones((3, 3))), r"n_blocks|blocks"),
+        (lambda: PoissonNMF(n_components=0).fit(np.ones((3, 3))), r"n_components"),
+        (lambda: PoissonNMF(method="sti", method_params={"n_blocks": 9}).fit(np.ones((3, 3))), r"n_blocks"),
+        (lambda: PoissonNMF(method_params={"n_blocks": 2}).fit(np.ones((3, 3))), r"n_blocks.*its settings are"),
         (lambda: PoissonNMF(method="chib").fit(np.full((3, 3), 0.5)), r"integer"),
-        (lambda: BayesianNMFRankSelector(ranks=(), reference="prior").fit(np.ones((3, 3))), r"ranks"),
-        (lambda: BayesianNMFRankSelector(ranks=(1, 1), reference="prior").fit(np.ones((3, 3))), r"repeat"),
-        (lambda: BayesianNMFRankSelector(ranks=(4,), reference="prior").fit(np.ones((3, 3))), r"exceed"),
+        (lambda: BayesianNMFRankSelector(ranks=()).fit(np.ones((3, 3))), r"ranks"),
+        (lambda: BayesianNMFRankSelector(ranks=(1, 1)).fit(np.ones((3, 3))), r"repeat"),
         (lambda: GaussianAdditiveModel(noise_var=-1.0).fit(np.ones((3, 1))), r"noise_var"),
         (lambda: GaussianAdditiveModel(method_params={"temperatures": [0.0, 2.0]}).fit(np.ones((3, 1))), r"1"),
         (lambda: GaussianAdditiveModel(method_params={"n_burnin": 50, "n_samples": 40}).fit(np.ones((3, 1))),

@@ -49,7 +49,7 @@ def _nmf_data():
 
 def test_rank_search_on_a_local_cluster_equals_n_jobs_1(client):
     X = _nmf_data()
-    settings = dict(ranks=(1, 2, 3), temperatures=4, n_samples=300, n_burnin=100, random_state=0)
+    settings = dict(ranks=(1, 2, 3), method_params=dict(n_temperatures=4, n_keep=200, n_burnin=100), random_state=0)
     local = BayesianNMFRankSelector(n_jobs=1, **settings).fit(X)
     with joblib.parallel_config(backend="dask"):
         remote = BayesianNMFRankSelector(n_jobs=-1, **settings).fit(X)
@@ -118,7 +118,8 @@ def test_no_mapping_without_the_dask_backend():
 def test_reproducibility_matrix(client, backend, numba_threads):
     """Same random_state, same numbers: any backend, n_jobs 1 or 2, numba threads 1 or 2."""
     X = _nmf_data()
-    settings = dict(ranks=(1, 2), temperatures=3, n_samples=200, n_burnin=80, random_state=0)
+    settings = dict(ranks=(1, 2), method_params=dict(n_temperatures=4, n_keep=120, n_burnin=80), tol=None,
+                    random_state=0)
     reference = BayesianNMFRankSelector(n_jobs=1, **settings).fit(X)
     previous = numba.get_num_threads()
     numba.set_num_threads(min(numba_threads, numba.config.NUMBA_NUM_THREADS))

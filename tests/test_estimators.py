@@ -31,10 +31,12 @@ def _estimators():
         BayesianLinearRegression(method="exact", fit_intercept=False),
         EvidenceGridSearch(GaussianAdditiveModel(**FAST, random_state=0), {"n_components": [1, 2]}),
         EvidenceGridSearch(BayesianLinearRegression(method="exact"), {"noise_var": [0.5, 1.0]}),
-        PoissonNMF(n_components=2, temperatures=2, n_samples=40, n_burnin=10, random_state=0, reference="prior"),
-        BayesianNMFRankSelector(
-            ranks=(1, 2), temperatures=2, n_samples=40, n_burnin=10, random_state=0, reference="prior"
-        ),
+        PoissonNMF(n_components=2, method="sti", method_params=dict(temperatures=2, n_samples=40, n_burnin=10),
+                   random_state=0),
+        PoissonNMF(n_components=2, method_params=dict(n_temperatures=4, n_burnin=10, n_keep=20, n_starts=2),
+                   tol=None, random_state=0),
+        BayesianNMFRankSelector(ranks=(1, 2), method="sti", method_params=dict(temperatures=2, n_samples=40,
+                                                                                n_burnin=10), random_state=0),
     ]
 
 
@@ -180,7 +182,7 @@ def test_search_raises_the_candidates_warnings_in_the_caller(n_jobs):
     """
     rng = np.random.default_rng(0)
     X = rng.poisson(2 * rng.exponential(size=(12, 2)) @ rng.exponential(size=(2, 10)))
-    base = PoissonNMF(tol=1e-6, max_refinements=0, n_samples=60, n_burnin=20, random_state=0)
+    base = PoissonNMF(tol=1e-6, method_params=dict(max_refinements=0, n_keep=40, n_burnin=20), random_state=0)
     with pytest.warns(ConvergenceWarning, match=r"Referenced TI at rank 2 .*max_refinements=0"):
         EvidenceGridSearch(base, {"n_components": [1, 2]}, n_jobs=n_jobs).fit(X)
 

@@ -156,7 +156,7 @@ def test_selector_curve_marker_and_failed_rank():
 
 
 def test_real_selector_class_with_fitted_attributes():
-    sel = BayesianNMFRankSelector(ranks=(1, 2, 3), reference="prior")
+    sel = BayesianNMFRankSelector(ranks=(1, 2, 3))
     sel.ranks_ = np.array([1, 2, 3])
     sel.log_evidence_ = np.array([-12.0, -10.0, -11.0])
     sel.log_evidence_std_ = np.array([0.1, 0.2, 0.3])
@@ -251,7 +251,7 @@ def test_unfitted_estimators_raise_not_fitted():
     with pytest.raises(NotFittedError):
         EvidenceCurveDisplay.from_estimator(exact_search({"n_components": [1, 2]}))
     with pytest.raises(NotFittedError):
-        EvidenceCurveDisplay.from_estimator(BayesianNMFRankSelector(reference="prior"))
+        EvidenceCurveDisplay.from_estimator(BayesianNMFRankSelector())
 
 
 def test_other_objects_raise_type_error(X):

@@ -271,7 +271,7 @@ def test_dictionary_from_poisson_nmf_plugs_in():
     from skevidence import PoissonNMF
 
     clean, speech, noise, _, _ = _disjoint_problem(10, n_frames=30, n_freq=12, r_sp=2)
-    nmf = PoissonNMF(2, temperatures=2, n_samples=60, n_burnin=20, random_state=0, reference="prior").fit(clean[:60])
+    nmf = PoissonNMF(2, random_state=0).fit(clean[:60])
     est = SemiSupervisedNMF(speech_components=nmf.components_, n_noise_components=1, random_state=0)
     mask = est.fit(clean).speech_mask(speech + noise)
     assert mask.shape == speech.shape and 0 <= mask.min() and mask.max() <= 1
