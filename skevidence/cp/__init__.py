@@ -3,10 +3,10 @@
 :func:`referenced_ti_log_evidence` (the estimators' default), the papers'
 stochastic TI through :class:`~skevidence.cp.model.CPModel`'s chain runner,
 :func:`smc_log_evidence` (the exact-kernel reference) and Chib's method
-(:func:`chib_log_evidence_nmf`, :func:`chib_log_evidence_parafac`).
+(:func:`chib_log_evidence`).
 """
 
-from .chib import chib_log_evidence_nmf, chib_log_evidence_parafac
+from .chib import chib_log_evidence
 from .model import auto_prior_rate
 from .reference import laplace_reference, mode_search_error, variational_reference
 from .rti import referenced_ti_log_evidence
@@ -14,8 +14,7 @@ from .smc import smc_log_evidence
 
 __all__ = [
     "auto_prior_rate",
-    "chib_log_evidence_nmf",
-    "chib_log_evidence_parafac",
+    "chib_log_evidence",
     "laplace_reference",
     "mode_search_error",
     "referenced_ti_log_evidence",

@@ -216,12 +216,13 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
                                likelihood=make_likelihood(self.likelihood, self.likelihood_shape))
 
     def _chib_log_evidence(self, model, X):
-        from ..cp.chib import chib_log_evidence_nmf
+        from dataclasses import replace
 
-        return chib_log_evidence_nmf(
-            X, model.n_components, prior_rate_w=model.prior_rate_w, prior_rate_h=model.prior_rate_h,
-            **self._chib_params(),
-        )
+        from ..cp.chib import chib_log_evidence
+
+        result = chib_log_evidence(X, model.n_components, model.prior_rates, **self._chib_params())
+        # Its factors are mode by mode, W (I, R) and H.T (J, R); components_ is H (R, J).
+        return replace(result, posterior_mean=model._own_layout(result.posterior_mean))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

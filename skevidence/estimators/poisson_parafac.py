@@ -176,9 +176,9 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         return PoissonPARAFACModel(self.rank, check_prior_rates(self.prior_rate), n_blocks)
 
     def _chib_log_evidence(self, model, X):
-        from ..cp.chib import chib_log_evidence_parafac
+        from ..cp.chib import chib_log_evidence
 
-        return chib_log_evidence_parafac(X, model.n_components, prior_rates=model.prior_rates, **self._chib_params())
+        return chib_log_evidence(X, model.n_components, model.prior_rates, **self._chib_params())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

@@ -182,9 +182,9 @@ def move_particles(particles, offsets, idx, counts, prior_rates, exposure, n_swe
         for _ in range(n_sweeps):
             sample_sources(idx, counts, F, stats)
             for m in range(n_modes):
-                sample_mode(F, offsets, m, stats, prior_rates[m], exposure, 0, 0)
+                sample_mode(F, offsets, m, stats, prior_rates[m], exposure)
             for m in range(n_modes - 1):
-                _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1], 0.0, True)
+                _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1])
 
 
 #: Metropolis steps along a component's scale ridge per sweep (each costs O(1)).
