@@ -17,8 +17,8 @@ import numpy as np
 __all__ = ["auto_prior_rate", "check_prior_rates"]
 
 
-def check_prior_rates(prior_rates, n_modes, name="prior_rate"):
-    """``n_modes`` positive finite rates from one number or a sequence of ``n_modes``; else a ``ValueError``."""
+def check_prior_rates(prior_rates, n_modes, name="prior_rates"):
+    """``n_modes`` positive finite rates (a tuple) from one number or a sequence of ``n_modes``; else a ``ValueError``."""
     if isinstance(prior_rates, numbers.Real) and not isinstance(prior_rates, bool):
         rates = (prior_rates,) * n_modes
     else:
@@ -27,6 +27,7 @@ def check_prior_rates(prior_rates, n_modes, name="prior_rate"):
         except TypeError:
             rates = ()
     valid = all(isinstance(r, numbers.Real) and not isinstance(r, bool) and np.isfinite(r) and r > 0 for r in rates)
+    # numpy scalars are Real; a numpy array of rates is a sequence of them.
     if len(rates) != n_modes or not valid:
         raise ValueError(f"{name} must be a positive finite number or a sequence of {n_modes} of them (one per "
                          f"mode), got {prior_rates!r}.")

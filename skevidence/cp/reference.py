@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from .data import CPData
 from .kernels.passes import entry_pass, fisher_pass, log_likelihood
+from .model import check_prior_rates
 
 __all__ = ["laplace_reference", "mode_search_error", "search_reference", "variational_reference"]
 
@@ -50,8 +51,8 @@ def _log_likelihood(data, F, grad):
 
 
 def _row_rates(prior_rates, shape):
-    rates = np.broadcast_to(np.asarray(prior_rates, dtype=np.float64), (len(shape),))
-    return np.repeat(rates, shape)
+    """Every factor row's prior rate, the modes' rows stacked."""
+    return np.repeat(check_prior_rates(prior_rates, len(shape)), shape)
 
 
 def _random_start(data, R, rng, least_total):

@@ -27,7 +27,7 @@ by all particles, :math:`s'^{|y'|} s^{-|y|} \prod_e y_e!/y'_e!`, telescope to
 path is long: the first units move the particles across the whole prior,
 and the number of steps grows with the information in the data. Starting
 instead from the mean-field variational fit :math:`q` (a Gamma per factor
-entry, :func:`~skevidence.evidence.referenced.variational_reference`), the
+entry, :func:`~skevidence.cp.reference.variational_reference`), the
 targets
 
 .. math::
@@ -35,7 +35,9 @@ targets
    \prod_e \mathcal{PO}\big(y_e(s);\ s V_e(\theta)\big)
 
 keep the posterior's width all along (the reference's share of the
-precision falls as the data's rises). :math:`q_\sigma` is :math:`q` with its
+precision falls as the data's rises), and the path is short: on a 30 x 20
+matrix of 6,649 counts at rank 2, with 128 particles, 89 steps against 518
+from the prior. :math:`q_\sigma` is :math:`q` with its
 components relabelled by :math:`\sigma`: :math:`\gamma_0` is the
 :math:`R!`-fold symmetrised reference, exactly normalised, and
 :math:`\gamma_1` the posterior. The Gibbs sweep redraws :math:`\sigma` from
@@ -43,27 +45,21 @@ its conditional :math:`\propto q_\sigma^{1-s}` and then the factors given it
 (:math:`q_\sigma^{1-s} p^s` is a product of Gammas, so the sweep stays
 exact), and the weights sum :math:`\sigma` out, :math:`(p^{s'}\sum_\sigma
 q_\sigma^{1-s'}) / (p^{s}\sum_\sigma q_\sigma^{1-s})`. Summing it out matters:
-near :math:`s = 1` every labelling of every mode comes to carry the same
-mass, which particles that kept the labelling they started with never reach
-(they were measured 1 nat low on a 24x36 matrix at rank 2, whatever the
-particles or sweeps). The sum over :math:`R!` labellings limits this path to
-ranks up to 7. On an 80x60 matrix of 86,639 counts at rank 4 it took 389
-steps (3,063 from the prior on a matrix drawn alike) and 268 s on 2 cores for
-:math:`-14122.29 \pm 0.64` (256 particles, one sweep a step, 8 runs).
+near :math:`s = 1` every labelling of every mode carries the same mass, and
+the sweeps rarely carry a particle from one labelling's region to another's,
+so particles that kept the labelling they started with would not spread over
+them. The sum over :math:`R!` labellings limits this path to ranks up to 7.
 
 **Where the referenced path runs low.** Its estimate of :math:`Z` is
 unbiased, but its particles start at the reference's mode, and at an
 over-fitted rank the posterior has other modes (other ways of splitting a
 component) that the Gibbs sweeps reach too slowly: there the runs' logs sit
-below :math:`\log Z` by more than their spread shows. On a 14x12x10 tensor
-of 39,352 counts and true rank 3 (``t14x12x10r3`` of
-``benchmarks/bench_accuracy.py``) at rank 4, the referenced path gave
-:math:`-4744.0 \pm 1.2` (128 particles, 2 sweeps), :math:`-4745.6 \pm 0.5`
-(512, 2) and :math:`-4742.4 \pm 0.9` (256, 8), and the path from the prior,
-whose particles meet every mode as the units arrive, :math:`-4737.9 \pm 0.9`
-(256, 4), with referenced TI at :math:`-4736.2 \pm 2.2` and
-:math:`-4738.1 \pm 1.3` (two seeds). Where the two disagree at an
-over-fitted rank, ``reference="prior"`` is the one to believe.
+below :math:`\log Z` by more than their spread shows (by a few nats on the
+14 x 12 x 10 tensor of true rank 3 ``t14x12x10r3`` of
+``benchmarks/bench_accuracy.py`` at rank 4, against the path from the prior
+and referenced TI). The path from the prior, whose particles meet every mode
+as the units arrive, is far less exposed to it: where the two disagree at
+an over-fitted rank, ``reference="prior"`` is the one to believe.
 """
 
 import time
@@ -79,8 +75,11 @@ from .._progress import progress
 from .._random import seed_sequence
 from .._threads import numba_threads
 from .._validation import check_int
+from ..evidence._result import EvidenceResult
+from ..evidence._stderr import effective_sample_size
+from .data import count_entries
+from .model import check_prior_rates
 from .kernels.smc import (
-    log_ess,
     log_intensity_block,
     move_particles,
     move_particles_referenced,
@@ -88,8 +87,7 @@ from .kernels.smc import (
     reference_weights,
     total_intensity,
 )
-from .data import count_entries
-from ..evidence._result import EvidenceResult
+from .reference import variational_reference
 
 __all__ = ["combine_runs", "smc_log_evidence"]
 
@@ -160,13 +158,6 @@ def _aligned_mean(particles, offsets):
     return total / particles.shape[0]
 
 
-def _prior_rates(prior_rates, n_modes):
-    rates = np.broadcast_to(np.asarray(prior_rates, dtype=np.float64), (n_modes,)).copy()
-    if not np.all(np.isfinite(rates)) or np.any(rates <= 0):
-        raise ValueError(f"prior rates must be positive and finite, got {prior_rates!r}.")
-    return rates
-
-
 def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, min_log_ess, seed_seq,
              schedule=None, reference=None):
     r"""One SMC run: ``(log Z, diagnostics)``. ``idx`` is already offset into the factor stack.
@@ -174,13 +165,13 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
     Without a ``schedule`` the run draws the units' arrival order and chooses
     its steps on the way (each adds units while the effective sample size
     stays above ``exp(min_log_ess)``); ``diagnostics["schedule"]`` records
-    ``(unit_entry, times, exposures)``. With an earlier run's schedule the
-    run follows its arrival order and goes to its next exposure at every
-    step whatever the weights: the steps then do not depend on this run's
-    particles, and its :math:`\hat Z` is exactly unbiased. Choosing the
-    steps from the same weights that enter the estimate biases it (measured:
-    by about -0.8 nats at 64 particles and 96 steps); reusing the exposures
-    with another arrival order makes some steps far too long.
+    ``(unit_entry, times, exposures)``. With another run's schedule the run
+    follows its arrival order and goes to its next exposure at every step
+    whatever the weights: the steps then do not depend on this run's
+    particles, and its :math:`\hat Z` is exactly unbiased (steps chosen from
+    the weights that enter the estimate make it depend on them, and it is
+    biased low). The exposures belong to their arrival order: with another
+    order some steps would add far more units than the weights allow.
     """
     rng = np.random.default_rng(seed_seq)
     n_modes = offsets.shape[0] - 1
@@ -234,7 +225,7 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
                 if accepted < n_scan:
                     break
             s_new = times[k_new - 1] if k_new > k else 1.0
-            if k_new == n_units and log_ess(sum_log_v - (1.0 - s) * slope_v) >= min_log_ess:
+            if k_new == n_units and np.log(effective_sample_size(sum_log_v - (1.0 - s) * slope_v)) >= min_log_ess:
                 # Every unit is in and the weights allow the full exposure at once.
                 s_new = 1.0
         else:
@@ -252,7 +243,7 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
         peak = log_inc.max()
         weights = np.exp(log_inc - peak)
         log_z += peak + np.log(weights.mean())
-        ess_trace.append(float(np.exp(log_ess(log_inc))))
+        ess_trace.append(effective_sample_size(log_inc))
         exposures.append(s_new)
         np.add.at(arrived, unit_entry[k:k_new], 1)
         k, s = k_new, s_new
@@ -296,9 +287,8 @@ def smc_log_evidence(
     weights stays above ``ess_threshold``); the ``n_runs`` runs that enter
     the estimate then follow that order and those steps with particles of
     their own, so that each run's :math:`\hat Z_k` is an unbiased estimate
-    of :math:`Z = p(X)` (choosing the steps from a run's own weights biases
-    it low, by about 0.8 nats at 64 particles and 96 steps). The runs are
-    combined by :func:`combine_runs`.
+    of :math:`Z = p(X)` (steps chosen from a run's own weights would bias
+    it low). The runs are combined by :func:`combine_runs`.
 
     Parameters
     ----------
@@ -327,7 +317,7 @@ def smc_log_evidence(
     reference : {"vb", "prior"}, default="vb"
         Where the path starts. ``"prior"``: the prior, the path of Chopin
         (2002). ``"vb"``: the mean-field variational fit :math:`q`
-        (:func:`~skevidence.evidence.referenced.variational_reference`),
+        (:func:`~skevidence.cp.reference.variational_reference`),
         symmetrised over the components' labellings (see the module's description; ranks up to
         7): far fewer steps when the data are many.
     n_jobs : int or None, default=None
@@ -374,7 +364,7 @@ def smc_log_evidence(
     Examples
     --------
     >>> import numpy as np
-    >>> from skevidence.evidence.smc import smc_log_evidence
+    >>> from skevidence.cp.smc import smc_log_evidence
     >>> rng = np.random.default_rng(0)
     >>> X = rng.poisson(rng.exponential(size=(8, 1)) @ rng.exponential(size=(1, 6)))
     >>> result = smc_log_evidence(X, 1, n_particles=64, n_runs=2, random_state=0)
@@ -386,10 +376,8 @@ def smc_log_evidence(
         X, method="the count-arrival SMC", advice="for real-valued data use method='sti'."
     )
     n_modes = len(shape)
-    n_components = int(n_components)
-    if n_components < 1:
-        raise ValueError(f"n_components must be at least 1, got {n_components}.")
-    rates = _prior_rates(prior_rates, n_modes)
+    n_components = check_int("n_components", n_components, 1)
+    rates = np.array(check_prior_rates(prior_rates, n_modes))
     auto = isinstance(n_particles, str)
     if auto and n_particles != "auto":
         raise ValueError(f"n_particles must be an integer or 'auto', got {n_particles!r}.")
@@ -411,14 +399,11 @@ def smc_log_evidence(
     # With n_particles="auto", batches of runs with ever more particles until the runs agree:
     # the variance of log Z-hat falls as 1/particles, so the next size follows from the spread.
     size = _AUTO_PARTICLES[0] if auto else int(n_particles)
-    pilot_seq, *batch_seqs, vb_seq = seed_sequence(random_state).spawn(66)
-    batch_seqs = iter(batch_seqs)
+    pilot_seq, batch_root, vb_seq = seed_sequence(random_state).spawn(3)
     q = None
     if reference == "vb":
-        from .reference import variational_reference
-
-        # The fit reads the non-zeros, dense or sparse alike, so that both give the same numbers.
-        entries = X if n_modes > 2 else sparse.coo_array((counts.astype(np.float64), tuple(idx.T)), shape=shape)
+        # The fit reads the validated non-zeros, so that dense and sparse input give the same numbers.
+        entries = sparse.coo_array((counts.astype(np.float64), tuple(idx.T)), shape=shape)
         _, alpha, beta, _ = variational_reference(entries, n_components, rates,
                                                   random_state=int(vb_seq.generate_state(1)[0]))
         q = (np.ascontiguousarray(alpha), np.ascontiguousarray(beta),
@@ -433,7 +418,7 @@ def smc_log_evidence(
         while True:
             report = progress(int(n_runs), f"SMC ({size} particles)", verbose)
             log_z, diags = [], []
-            for seq in next(batch_seqs).spawn(int(n_runs)):
+            for seq in batch_root.spawn(1)[0].spawn(int(n_runs)):
                 value, diag = _smc_run(stacked, counts, offsets, rates, n_components, size, int(n_sweeps),
                                        0.0, seq, schedule, reference=q)
                 log_z.append(value)

@@ -132,7 +132,7 @@ def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", 
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or not 1 <= B <= min(data.shape):
         raise ValueError(f"n_blocks must be 'auto' or an integer from 1 to {min(data.shape)} (every mode is cut "
                          f"into n_blocks non-empty groups), got {n_blocks!r}.")
-    rates = check_prior_rates(prior_rates, len(data.shape), "prior_rates")
+    rates = check_prior_rates(prior_rates, len(data.shape))
     model = CPModel(int(n_components), rates, int(B))
     result = _sti(model, data, temperatures=temperatures, ladder=ladder, n_samples=n_samples, n_burnin=n_burnin,
                   sampler=sampler, step_size=step_size, step_decay=step_decay, random_state=random_state,

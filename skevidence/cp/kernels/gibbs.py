@@ -16,12 +16,13 @@ one sweep is
    sources themselves (:func:`sample_sources`);
 2. for each mode in turn, :math:`F^{(m)}_{ir} \mid \cdot \sim
    \mathcal{G}(1 + \sum_{e:\,i_m(e)=i} S_{er},\ \lambda_m + \prod_{m' \ne m} \sum_i F^{(m')}_{ir})`
-   (shape, rate), for the rows that are not held fixed (:func:`sample_mode`);
+   (shape, rate), for the rows that are not held fixed (:func:`sample_mode`
+   draws a whole mode);
 3. Metropolis moves along the scale ridges the likelihood is flat on, which
-   the Gibbs steps cross slowly when counts are large, and optionally a
-   relabelling of the components to a reference (:func:`relabel_to`). None
-   of these changes a conditional used by Chib's method, only how the chain
-   moves.
+   the Gibbs steps cross slowly when counts are large (:func:`_rescale_pair`,
+   :func:`_rescale_three`), and optionally a relabelling of the components to
+   a reference (:func:`relabel_to`). None of these changes a conditional used
+   by Chib's method, only how the chain moves.
 
 The S-step computes :math:`V` at every non-zero anyway, so it also returns
 :math:`\sum_e x_e \log V_e` of the state entering the sweep at no extra cost;
@@ -41,6 +42,8 @@ binomial and uniform streams equal NumPy's legacy ``RandomState`` ones for
 the same seed; its gamma and normal streams do not.
 """
 
+# numba's njit supports only the legacy np.random functions (one state per thread, np.random.seed).
+# ruff: noqa: NPY002
 import math
 
 import numpy as np
@@ -214,74 +217,63 @@ def _conditional_rate(sums, mode, prior_rate, exposure):
 
 @njit(cache=True, fastmath=FASTMATH)
 def _draw_rows(F, first_row, end_row, stats, rate, first_component):
+    """Rows ``first_row .. end_row-1``, components from ``first_component``, from their Gamma conditionals."""
     for a in range(first_row, end_row):
         for r in range(first_component, F.shape[1]):
             F[a, r] = np.random.gamma(1.0 + stats[a, r], 1.0 / rate[r])
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def sample_mode(F, offsets, mode, stats, prior_rate, exposure, first_free, first_component):
-    r"""Draw the rows of one mode from their Gamma conditionals, in place.
+def sample_mode(F, offsets, mode, stats, prior_rate, exposure):
+    r"""Draw every row of one mode from its Gamma conditional, in place.
 
     ``F[offsets[mode] + i, r] ~ Gamma(1 + stats[offsets[mode] + i, r],
     rate = prior_rate + exposure * prod_{m != mode} sum_i F^(m)[i, r])``
-    (shape, rate) for rows ``i >= first_free`` of the mode and components
-    ``r >= first_component``, in row-major order. ``exposure = 1.0`` is the
-    ordinary posterior; an exposure :math:`s \in [0, 1]` is the posterior of
-    the likelihood's intensity scaled by :math:`s` (the sources ``stats``
-    then come from data observed under that exposure).
+    (shape, rate), in row-major order. ``exposure = 1.0`` is the ordinary
+    posterior; an exposure :math:`s \in [0, 1]` is the posterior of the
+    likelihood's intensity scaled by :math:`s` (the sources ``stats`` then
+    come from data observed under that exposure).
     """
     rate = _conditional_rate(_mode_sums(F, offsets), mode, prior_rate, exposure)
-    _draw_rows(F, offsets[mode] + first_free, offsets[mode + 1], stats, rate, first_component)
+    _draw_rows(F, offsets[mode], offsets[mode + 1], stats, rate, 0)
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _scale_component(F, first_row, end_row, r, factor, divide):
-    if divide:
-        for a in range(first_row, end_row):
-            F[a, r] /= factor
-    else:
-        for a in range(first_row, end_row):
-            F[a, r] *= factor
+def _scale_component(F, first_row, end_row, r, factor):
+    for a in range(first_row, end_row):
+        F[a, r] *= factor
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _rescale_pair(F, offsets, m1, m2, lam1, lam2, dim_weight, divide):
+def _rescale_pair(F, offsets, m1, m2, lam1, lam2):
     r"""A Metropolis move of each component along :math:`(e^{u} f^{(m_1)}_r, e^{-u} f^{(m_2)}_r)`.
 
     The likelihood depends on the product of a component's factors only, so
     the Gibbs steps, whose conditionals are narrow when counts are large,
     crawl along this ridge. For :math:`u` the target is (Liu & Sabatti 2000,
     generalised Gibbs with the Haar measure of the scaling group)
-    :math:`g(u) = (I_1 - I_2)u - \alpha e^u - \beta e^{-u}`,
+    :math:`g(u) = d\,u - \alpha e^u - \beta e^{-u}`, :math:`d = I_1 - I_2`,
     :math:`\alpha = \lambda_1 \sum_i f^{(m_1)}_{ir}`,
-    :math:`\beta = \lambda_2 \sum_i f^{(m_2)}_{ir}`: log-concave with
-    curvature at least :math:`2\sqrt{\alpha\beta}`. That bound (plus
-    ``dim_weight`` :math:`|I_1 - I_2|`) sets the random-walk step; the move
-    leaves :math:`\alpha\beta` unchanged, so the proposal is symmetric and the
-    Metropolis test needs no Hastings term. The NMF chain moves its two modes
-    with ``dim_weight = 0`` and divides the second mode by :math:`e^u`
-    (``divide``); the three-way chain, when its first mode is held, moves
-    the other two with ``dim_weight = 0.5`` and multiplies by :math:`e^{-u}`.
-    Both forms are kept so that earlier results reproduce bitwise.
+    :math:`\beta = \lambda_2 \sum_i f^{(m_2)}_{ir}`: log-concave, with
+    curvature :math:`\sqrt{d^2 + 4\alpha\beta}` at its mode. The move leaves
+    :math:`\alpha\beta` unchanged, so that curvature, which sets the
+    random-walk step, is the same before and after it: the proposal is
+    symmetric and the Metropolis test needs no Hastings term.
     """
     lo1, hi1 = offsets[m1], offsets[m1 + 1]
     lo2, hi2 = offsets[m2], offsets[m2 + 1]
-    dim_difference = (hi1 - lo1) - (hi2 - lo2)
+    d = (hi1 - lo1) - (hi2 - lo2)
     sums1 = column_sums(F[lo1:hi1])
     sums2 = column_sums(F[lo2:hi2])
     for r in range(F.shape[1]):
         a = lam1 * sums1[r]
         b = lam2 * sums2[r]
-        curvature = 2.0 * math.sqrt(a * b) + dim_weight * abs(dim_difference)
-        u = np.random.standard_normal() * SCALE_STEP / math.sqrt(curvature + 1e-300)
-        log_ratio = dim_difference * u - a * (math.exp(u) - 1.0) - b * (math.exp(-u) - 1.0)
+        step = SCALE_STEP / math.sqrt(math.sqrt(d * d + 4.0 * a * b) + 1e-300)
+        u = np.random.standard_normal() * step
+        log_ratio = d * u - a * (math.exp(u) - 1.0) - b * (math.exp(-u) - 1.0)
         if math.log(np.random.random()) < log_ratio:
-            _scale_component(F, lo1, hi1, r, math.exp(u), False)
-            if divide:
-                _scale_component(F, lo2, hi2, r, math.exp(u), True)
-            else:
-                _scale_component(F, lo2, hi2, r, math.exp(-u), False)
+            _scale_component(F, lo1, hi1, r, math.exp(u))
+            _scale_component(F, lo2, hi2, r, math.exp(-u))
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -314,9 +306,9 @@ def _rescale_three(F, offsets, lams):
         log_ratio = ((I - K) * u1 + (J - K) * u2 - a * (math.exp(u1) - 1.0)
                      - b * (math.exp(u2) - 1.0) - c * (math.exp(-u1 - u2) - 1.0))
         if math.log(np.random.random()) < log_ratio:
-            _scale_component(F, offsets[0], offsets[1], r, math.exp(u1), False)
-            _scale_component(F, offsets[1], offsets[2], r, math.exp(u2), False)
-            _scale_component(F, offsets[2], offsets[3], r, math.exp(-u1 - u2), False)
+            _scale_component(F, offsets[0], offsets[1], r, math.exp(u1))
+            _scale_component(F, offsets[1], offsets[2], r, math.exp(u2))
+            _scale_component(F, offsets[2], offsets[3], r, math.exp(-u1 - u2))
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -360,33 +352,21 @@ def modal_scales(dims, a, b, c):
 
 @njit(cache=True, fastmath=FASTMATH)
 def _add_gauged(F, offsets, lams, sums, total):
-    r"""Add ``F`` to ``total``, each component first moved to its most probable scale.
+    r"""Add ``F`` (two or three modes) to ``total``, each component first moved to its most probable scale.
 
     A mean in that gauge lies near the ridge of equal products, a plain mean
-    inside its bend. Two modes: :func:`_modal_scale`; three:
-    :func:`modal_scales`; more: no gauge.
+    inside its bend. Two modes: :func:`_modal_scale`; three: :func:`modal_scales`.
     """
-    n_modes = offsets.shape[0] - 1
     dims = offsets[1:] - offsets[:-1]
     for r in range(F.shape[1]):
-        if n_modes == 2:
+        if offsets.shape[0] == 3:
             c = _modal_scale(dims[0] - dims[1], lams[0] * sums[0, r], lams[1] * sums[1, r])
-            for a in range(offsets[0], offsets[1]):
-                total[a, r] += F[a, r] * c
-            for a in range(offsets[1], offsets[2]):
-                total[a, r] += F[a, r] / c
-        elif n_modes == 3:
-            c1, c2, c3 = modal_scales(dims, lams[0] * sums[0, r], lams[1] * sums[1, r],
-                                      lams[2] * sums[2, r])
-            for a in range(offsets[0], offsets[1]):
-                total[a, r] += F[a, r] * c1
-            for a in range(offsets[1], offsets[2]):
-                total[a, r] += F[a, r] * c2
-            for a in range(offsets[2], offsets[3]):
-                total[a, r] += F[a, r] * c3
+            scales = (c, 1.0 / c, 1.0)
         else:
-            for a in range(F.shape[0]):
-                total[a, r] += F[a, r]
+            scales = modal_scales(dims, lams[0] * sums[0, r], lams[1] * sums[1, r], lams[2] * sums[2, r])
+        for m in range(offsets.shape[0] - 1):
+            for a in range(offsets[m], offsets[m + 1]):
+                total[a, r] += F[a, r] * scales[m]
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -488,8 +468,8 @@ def row_log_gamma_density(point, stats, rate, a):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_fixed, block_end,
-                 target, ref, perms):
+def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_held, record_end, target, ref,
+                 perms):  # fmt: skip
     r"""Run ``n_sweeps`` Gibbs sweeps from ``F``; return what Chib's method needs.
 
     Parameters
@@ -505,22 +485,21 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
         Seed of numba's ``np.random`` for this call (``0 <= seed < 2**32``).
     stage : int
         The mode whose conditional ordinate is recorded; modes before it are
-        held entirely. For ``stage < N - 1``, rows ``0 .. n_fixed-1`` of the
+        held entirely. For ``stage < N - 1``, rows ``0 .. n_held-1`` of the
         mode are held too, and the conditional log density at ``target``
         (that mode's factor at the point) is recorded for rows
-        ``n_fixed .. block_end-1``. For ``stage = N - 1`` (``n_fixed = 0``),
-        components ``0 .. block_end-1`` of the last mode are held, and the
-        conditional log density of component ``block_end`` at ``target`` is
-        recorded for each row of the mode (``block_end = -1``: nothing of it
-        held, all components summed per row).
-    n_fixed, block_end : int
+        ``n_held .. record_end-1``. For the last mode, ``stage = N - 1``,
+        components ``0 .. n_held-1`` of it are held, and the conditional log
+        density of component ``n_held`` at ``target`` is recorded for every
+        row (``record_end`` is not used).
+    n_held, record_end : int
     target : float64 array
         The point's factor of mode ``stage``; a ``(0, 0)`` array records nothing.
     ref : float64 array of shape (D, R) or (0, 0)
-        When no row is held (``stage = 0``, ``n_fixed = 0``), every sweep ends
+        When no row is held (``stage = 0``, ``n_held = 0``), every sweep ends
         with the scale moves of all modes and by permuting the components to
         match this reference (:func:`relabel_to`); a ``(0, 0)`` array switches
-        the relabelling off. When only the first modes are held and two are
+        the relabelling off. When only the first mode is held and two are
         free, the sweep ends with the scale move of those two.
     perms : int64 array of shape (R!, R) or (0, R)
         The permutations :func:`relabel_to` searches; none: greedy matching.
@@ -529,10 +508,9 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
     -------
     F : float64 array
         The final state.
-    sum_x_log_v, sum_v, log_prior : float64 arrays of shape (n_sweeps,)
-        :math:`\sum_e x_e \log V_e`, :math:`\sum V` and the log prior of the
-        state entering each sweep; its log-likelihood is
-        ``sum_x_log_v - sum_v - sum(lgamma(x + 1))``.
+    log_likelihood : float64 array of shape (n_sweeps,)
+        :math:`\sum_e x_e \log V_e - \sum V` of the state entering each
+        sweep, the log-likelihood up to ``-sum(lgamma(x + 1))``.
     unit_log_density : float64 array of shape (n_sweeps, n_units)
         Per recorded row and sweep, the conditional log density (see
         ``stage``) with the sources and factors the sweep's step draws from.
@@ -548,23 +526,19 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
     last = n_modes - 1
     F = F.copy()
     stats = np.zeros(F.shape, dtype=np.int64)
-    sum_x_log_v = np.empty(n_sweeps)
-    sum_v = np.empty(n_sweeps)
-    log_prior = np.empty(n_sweeps)
+    log_likelihood = np.empty(n_sweeps)
     lo, hi = offsets[stage], offsets[stage + 1]
     if target.size == 0:
         n_units = 0
     elif stage == last:
         n_units = hi - lo
     else:
-        n_units = block_end - n_fixed
+        n_units = record_end - n_held
     unit_log_density = np.zeros((n_sweeps, n_units))
-    const_prior = 0.0
-    for m in range(n_modes):
-        const_prior += (offsets[m + 1] - offsets[m]) * n_components * math.log(prior_rates[m])
     F_mean = np.zeros_like(F)
     # The first mode with nothing held: the scale moves act on it and the modes after it.
-    first_free_mode = stage if stage < last and n_fixed == 0 else stage + 1
+    first_free_mode = stage if stage < last and n_held == 0 else stage + 1
+    n_free = n_modes - first_free_mode
     relabel = ref.size > 0 and first_free_mode == 0
     n_relabelled = 0
     for sweep in range(n_sweeps):
@@ -576,40 +550,29 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
             for m in range(1, n_modes):
                 term *= sums[m, r]
             total_v += term
-        log_prior[sweep] = const_prior
-        for m in range(n_modes):
-            log_prior[sweep] -= prior_rates[m] * sums[m].sum()
-        sum_v[sweep] = total_v
-        sum_x_log_v[sweep] = sample_sources(idx, counts, F, stats)
+        log_likelihood[sweep] = sample_sources(idx, counts, F, stats) - total_v
         for m in range(stage, n_modes):
             rate = _conditional_rate(sums, m, prior_rates[m], 1.0)
-            if m == stage and n_units > 0:
+            if m == stage and stage < last:
                 for u in range(n_units):
-                    if stage < last:
-                        value = row_log_gamma_density(target, stats[lo:hi], rate, n_fixed + u)
-                    elif block_end < 0:
-                        value = row_log_gamma_density(target, stats[lo:hi], rate, u)
-                    else:
-                        value = _log_gamma_density(
-                            target[u, block_end], stats[lo + u, block_end], rate[block_end]
-                        )
-                    unit_log_density[sweep, u] = value
-            if m == stage:
-                first_component = max(block_end, 0) if stage == last else 0
-                _draw_rows(F, lo + n_fixed, hi, stats, rate, first_component)
+                    unit_log_density[sweep, u] = row_log_gamma_density(target, stats[lo:hi], rate, n_held + u)
+                _draw_rows(F, lo + n_held, hi, stats, rate, 0)
+            elif m == stage:
+                for u in range(n_units):
+                    unit_log_density[sweep, u] = _log_gamma_density(
+                        target[u, n_held], stats[lo + u, n_held], rate[n_held]
+                    )
+                _draw_rows(F, lo, hi, stats, rate, n_held)
             else:
                 _draw_rows(F, offsets[m], offsets[m + 1], stats, rate, 0)
             sums[m] = column_sums(F[offsets[m] : offsets[m + 1]])
-        n_free = n_modes - first_free_mode
-        if n_free == n_modes == 2:
-            _rescale_pair(F, offsets, 0, 1, prior_rates[0], prior_rates[1], 0.0, True)
-        elif n_free == n_modes == 3:
+        if n_free == 3:
             _rescale_three(F, offsets, prior_rates)
         elif n_free == 2:
             m1 = first_free_mode
-            _rescale_pair(F, offsets, m1, m1 + 1, prior_rates[m1], prior_rates[m1 + 1], 0.5, False)
+            _rescale_pair(F, offsets, m1, m1 + 1, prior_rates[m1], prior_rates[m1 + 1])
         if relabel:
             n_relabelled += relabel_to(F, offsets, ref, perms)
     if n_sweeps > 0:
         F_mean /= n_sweeps
-    return F, sum_x_log_v, sum_v, log_prior, unit_log_density, F_mean, n_relabelled
+    return F, log_likelihood, unit_log_density, F_mean, n_relabelled

@@ -51,6 +51,7 @@ from numba import njit, prange
 from ..._config import FASTMATH, LANGEVIN_MAX_DRIFT, MAX_CAPPED_FRACTION, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA
 from ...exceptions import SamplerDivergenceError
 from ..likelihood import entry
+from ..model import check_prior_rates
 from .rng import fill_standard_normal, next_double, seed_streams, uniform_index
 
 __all__ = ["ChainResult", "SAMPLERS", "run_chain", "score_prior"]
@@ -435,13 +436,6 @@ def _check_number(name, value, low, *, low_open=False, high=None):
     return float(value)
 
 
-def _check_rates(prior_rates, n_modes):
-    rates = (prior_rates,) * n_modes if isinstance(prior_rates, numbers.Real) else tuple(prior_rates)
-    if len(rates) != n_modes:
-        raise ValueError(f"prior_rates must be {n_modes} rates (one per mode), got {prior_rates!r}.")
-    return np.array([_check_number(f"prior_rates[{m}]", r, 0.0, low_open=True) for m, r in enumerate(rates)])
-
-
 def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step_b, sampler="psgld",
               alpha=PSGLD_ALPHA, sigma=PSGLD_SIGMA, freeze=True, prior_rates, seed_seq,
               max_capped_fraction=MAX_CAPPED_FRACTION):
@@ -496,7 +490,7 @@ def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step
         raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}.")
     alpha = _check_number("alpha", alpha, 0.0, high=1.0)
     sigma = _check_number("sigma", sigma, 0.0, low_open=True)
-    rates = _check_rates(prior_rates, len(data.shape))
+    rates = np.array(check_prior_rates(prior_rates, len(data.shape)))
     if F.shape != (data.offsets[-1], F.shape[1]) or not (np.all(np.isfinite(F)) and np.all(F >= 0)):
         raise ValueError(f"F must be finite, non-negative and of shape ({data.offsets[-1]}, R), got {F.shape}.")
     n_kept = n_samples - n_burnin
@@ -537,7 +531,7 @@ def score_prior(data, blocks, n_components, n_draws, *, prior_rates, seed_seq):
 
     Returns ``(ChainResult, F)``: the scores (``step_size`` NaN) and the last draw.
     """
-    rates = _check_rates(prior_rates, len(data.shape))
+    rates = np.array(check_prior_rates(prior_rates, len(data.shape)))
     R, n_draws = int(n_components), int(n_draws)
     if R < 1 or n_draws < 1:
         raise ValueError(f"n_components and n_draws must be at least 1, got {R} and {n_draws}.")

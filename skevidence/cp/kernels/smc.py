@@ -21,6 +21,8 @@ numba's ``np.random`` seeded with that particle's own seed at the start of
 its move, so results depend on the seeds alone, not on the thread count.
 """
 
+# numba's njit supports only the legacy np.random functions (one state per thread, np.random.seed).
+# ruff: noqa: NPY002
 import math
 
 import numpy as np
@@ -30,7 +32,6 @@ from ..._config import FASTMATH
 from .gibbs import SCALE_STEP, _conditional_rate, _mode_sums, _rescale_pair, sample_mode, sample_sources
 
 __all__ = [
-    "log_ess",
     "log_intensity_block",
     "move_particles",
     "move_particles_referenced",
@@ -90,8 +91,11 @@ def log_intensity_block(particles, idx, entries, out):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def log_ess(log_w):
-    """Log of the effective sample size ``(sum w)^2 / sum w^2`` of unnormalised log-weights."""
+def _log_ess(log_w):
+    """Log of the effective sample size ``(sum w)^2 / sum w^2`` of unnormalised log-weights.
+
+    :func:`~skevidence.evidence._stderr.effective_sample_size` compiled, for :func:`next_stop`'s scan.
+    """
     peak = -np.inf
     for p in range(log_w.shape[0]):
         if log_w[p] > peak:
@@ -129,7 +133,7 @@ def next_stop(log_v, times, s, total_v, sum_log_v, min_log_ess, must_add):
     for u in range(n):
         for p in range(n_particles):
             trial[p] = cum[p] + log_v[p, u] - (times[u] - s) * total_v[p]
-        if log_ess(trial) < min_log_ess and (u > 0 or not must_add):
+        if _log_ess(trial) < min_log_ess and (u > 0 or not must_add):
             break
         accepted = u + 1
         for p in range(n_particles):
@@ -162,15 +166,12 @@ def move_particles(particles, offsets, idx, counts, prior_rates, exposure, n_swe
     Notes
     -----
     A sweep is the S-step (the sources of the arrived units given the
-    factors, :func:`~skevidence.kernels.gibbs.sample_sources`), a draw of
+    factors, :func:`~skevidence.cp.kernels.gibbs.sample_sources`), a draw of
     each mode's factor given the sources and the other modes (modes in order,
-    :func:`~skevidence.kernels.gibbs.sample_mode` at the exposure), then a
+    :func:`~skevidence.cp.kernels.gibbs.sample_mode` at the exposure), then a
     Metropolis move along every component's scale ridge between consecutive
-    modes, which leaves every intensity, so the likelihood at any exposure,
-    unchanged. Redrawing only some entries' sources per sweep (keeping the
-    others' with the particle) is cheaper but was measured to mix far too
-    slowly: resampling then collapses the particles onto few source
-    configurations.
+    modes (:func:`~skevidence.cp.kernels.gibbs._rescale_pair`), which leaves
+    every intensity, so the likelihood at any exposure, unchanged.
     """
     n_particles, n_rows, R = particles.shape
     n_modes = offsets.shape[0] - 1
@@ -181,9 +182,9 @@ def move_particles(particles, offsets, idx, counts, prior_rates, exposure, n_swe
         for _ in range(n_sweeps):
             sample_sources(idx, counts, F, stats)
             for m in range(n_modes):
-                sample_mode(F, offsets, m, stats, prior_rates[m], exposure, 0, 0)
+                sample_mode(F, offsets, m, stats, prior_rates[m], exposure)
             for m in range(n_modes - 1):
-                _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1], 0.0, True)
+                _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1])
 
 
 #: Metropolis steps along a component's scale ridge per sweep (each costs O(1)).
