@@ -404,15 +404,17 @@ def test_bad_settings_are_refused():
 
 def test_estimators_offer_method_smc():
     X = _problem((6, 5), 2, 0, scale=2.0)
-    nmf = PoissonNMF(2, method="smc", n_particles=32, n_smc_runs=2, random_state=0).fit(X)
+    fast = dict(method="smc", method_params=dict(n_particles=32, n_runs=2), random_state=0)
+    nmf = PoissonNMF(2, **fast).fit(X)
     assert nmf.result_.method == "smc" and nmf.components_.shape == (2, 5)
     assert nmf.score(X) == nmf.log_evidence_
     T = _problem((4, 3, 5), 2, 1)
-    cp = PoissonPARAFAC(2, method="smc", n_particles=32, n_smc_runs=2, random_state=0).fit(T)
+    cp = PoissonPARAFAC(2, **fast).fit(T)
     assert [F.shape for F in cp.factors_] == [(4, 2), (3, 2), (5, 2)]
     assert nmf.result_.diagnostics["reference"] == cp.result_.diagnostics["reference"] == "vb"
     # Above rank 7 the referenced path would sum over too many labellings: the prior's path runs.
-    big = PoissonNMF(8, method="smc", n_particles=8, n_smc_runs=2, random_state=0).fit(np.ones((9, 9), dtype=int))
+    big = PoissonNMF(8, method="smc", method_params=dict(n_particles=8, n_runs=2), random_state=0)
+    big.fit(np.ones((9, 9), dtype=int))
     assert big.result_.diagnostics["reference"] == "prior"
 
 

@@ -23,7 +23,7 @@ the particles); the runs that make the estimate follow them. Going from
 by all particles, :math:`s'^{|y'|} s^{-|y|} \prod_e y_e!/y'_e!`, telescope to
 :math:`-\sum_e \log x_e!`.
 
-**Referenced path** (``reference="vb"``, the default). From the prior the
+**Referenced path** (``reference="vb"``, the default up to rank 7). From the prior the
 path is long: the first units move the particles across the whole prior,
 and the number of steps grows with the information in the data. Starting
 instead from the mean-field variational fit :math:`q` (a Gamma per factor
@@ -277,7 +277,7 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
 
 def smc_log_evidence(
     X, n_components, prior_rates=1.0, *, n_particles="auto", n_runs=8, n_sweeps=2,
-    ess_threshold=0.5, reference="vb", n_jobs=None, random_state=None, verbose=0,
+    ess_threshold=0.5, reference="auto", n_jobs=None, random_state=None, verbose=0,
 ):  # fmt: skip
     r"""The log-evidence of Poisson CP (NMF for a matrix) by an exact-kernel SMC over count arrivals.
 
@@ -314,12 +314,13 @@ def smc_log_evidence(
     ess_threshold : float, default=0.5
         A step adds count units while the effective sample size of the
         incremental weights stays at least this fraction of the particles.
-    reference : {"vb", "prior"}, default="vb"
+    reference : {"auto", "vb", "prior"}, default="auto"
         Where the path starts. ``"prior"``: the prior, the path of Chopin
         (2002). ``"vb"``: the mean-field variational fit :math:`q`
         (:func:`~skevidence.cp.reference.variational_reference`),
-        symmetrised over the components' labellings (see the module's description; ranks up to
-        7): far fewer steps when the data are many.
+        symmetrised over the components' labellings (see the module's
+        description; ranks up to 7): far fewer steps when the data are many.
+        ``"auto"``: ``"vb"`` up to rank 7, ``"prior"`` above.
     n_jobs : int or None, default=None
         Threads the kernels use (parallel over particles); ``None``: all.
     random_state : int, RandomState, Generator or None, default=None
@@ -386,8 +387,10 @@ def smc_log_evidence(
         check_int(name, value, low)
     if not 0.0 < ess_threshold < 1.0:
         raise ValueError(f"ess_threshold must lie in (0, 1), got {ess_threshold!r}.")
-    if reference not in ("prior", "vb"):
-        raise ValueError(f"reference must be 'prior' or 'vb', got {reference!r}.")
+    if reference not in ("auto", "prior", "vb"):
+        raise ValueError(f"reference must be 'auto', 'prior' or 'vb', got {reference!r}.")
+    if reference == "auto":
+        reference = "vb" if n_components <= _MAX_REFERENCED_RANK else "prior"
     if reference == "vb" and n_components > _MAX_REFERENCED_RANK:
         raise ValueError(
             f"reference='vb' sums the weights over all R! labellings of the components, up to rank "
