@@ -33,9 +33,9 @@ order, so the results are the same for any number of threads.
 log-likelihood of the drawn part at the state before iteration ``k``'s
 update, and that state into the running mean of the factors.
 
-**Passes.** A dense two-way block takes :math:`V` and the gradients from
-three BLAS products, a dense three-way block visits its entries once, a
-sparse block its listed entries; the Poisson linear part :math:`-\sum V` and
+**Passes.** A dense matrix's block takes :math:`V` and the gradients from
+three BLAS products, any other block visits its listed entries (the
+non-zeros of counts, every entry of the Gamma family); the Poisson linear part :math:`-\sum V` and
 its gradient come from the block's column sums
 (:mod:`~skevidence.cp.likelihood`).
 """
@@ -140,36 +140,6 @@ def _dense_block_2(X, F, rows, g, work, keep, kappa, floor):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _dense_block_3(X, F, rows, g, work, keep, kappa, floor):
-    """The entry part of a dense three-way block, in one pass over its entries."""
-    R = F.shape[1]
-    i0, i1, j0, j1, k0, k1 = rows[0, 2], rows[0, 3], rows[1, 2], rows[1, 3], rows[2, 2], rows[2, 3]
-    A, gA = _views(F, g, rows, 0)
-    Bf, gB = _views(F, g, rows, 1)
-    C, gC = _views(F, g, rows, 2)
-    g[:] = 0.0
-    ab = work[:R]
-    ll = 0.0
-    for i in range(i0, i1):
-        for j in range(j0, j1):
-            for r in range(R):
-                ab[r] = A[i, r] * Bf[j, r]
-            for k in range(k0, k1):
-                v = floor
-                for r in range(R):
-                    v += ab[r] * C[k, r]
-                term, e = entry(X[i, j, k], v, kappa, keep)
-                ll += term
-                if e != 0.0:
-                    for r in range(R):
-                        ckr = C[k, r]
-                        gA[i - i0, r] += e * Bf[j, r] * ckr
-                        gB[j - j0, r] += e * A[i, r] * ckr
-                        gC[k - k0, r] += e * ab[r]
-    return ll
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _listed_block(coords, vals, start, stop, F, rows, g, keep, kappa, floor):
     """The entry part of a block from its listed entries ``start:stop``."""
     R = F.shape[1]
@@ -231,8 +201,7 @@ def _linear_part(F, rows, g, sums):
 def _block_loglik(X, coords, vals, block_ptr, bid, F, rows, g, work, keep, kappa, floor):
     """Log-likelihood of block ``bid`` without its constant (0 unless ``keep``); its gradient into ``g``.
 
-    ``X`` is the dense array, or an empty array of the data's order for listed entries: its
-    ``ndim`` is a compile-time constant, so the branch on it costs nothing.
+    ``X`` is a dense matrix (its blocks go through BLAS), or an empty one: the block's listed entries.
     """
     n_modes, R = rows.shape[0], F.shape[1]
     n_g = 0
@@ -241,12 +210,8 @@ def _block_loglik(X, coords, vals, block_ptr, bid, F, rows, g, work, keep, kappa
     gb = g[:n_g]
     if X.size == 0:
         ll = _listed_block(coords, vals, block_ptr[bid], block_ptr[bid + 1], F, rows, gb, keep, kappa, floor)
-    elif X.ndim == 2:
-        ll = _dense_block_2(X, F, rows, gb, work, keep, kappa, floor)
-    elif X.ndim == 3:
-        ll = _dense_block_3(X, F, rows, gb, work, keep, kappa, floor)
     else:
-        ll = np.nan
+        ll = _dense_block_2(X, F, rows, gb, work, keep, kappa, floor)
     if kappa == 0.0:
         ll += _linear_part(F, rows, gb, work[: n_modes * R].reshape((n_modes, R)))
     return ll if keep else 0.0
@@ -287,7 +252,7 @@ def _work_sizes(X, bounds, R):
     """Per-block buffer sizes ``(gradient, work, noise)``."""
     n_modes = bounds.shape[0]
     sizes = np.array([np.max(bounds[m, 1:] - bounds[m, :-1]) for m in range(n_modes)])
-    work = sizes[0] * sizes[1] if X.ndim == 2 and X.size > 0 else R
+    work = sizes[0] * sizes[1] if X.size > 0 else R
     return sizes.sum() * R, max(work, n_modes * R), sizes.max() * R
 
 
@@ -421,8 +386,8 @@ class ChainResult(NamedTuple):
 
 
 def _kernel_data(data, blocks):
-    """The kernels' data arguments: the dense array, or an empty one of the data's order with the listed entries."""
-    X = data.X if data.X is not None else np.empty((0,) * len(data.shape))
+    """The kernels' data arguments: a dense matrix, or an empty one and the listed entries."""
+    X = data.X if data.dense2 else np.empty((0, 0))
     return (X, blocks.coords, blocks.vals, blocks.block_ptr, blocks.block_constant, data.kappa, data.floor,
             blocks.bounds, data.offsets)
 
