@@ -24,27 +24,27 @@ from skevidence.datasets import make_harmonic_melody
 # ----------------------------------------------------------------------------- NumPy twins
 
 
-def naive_log_likelihood(X, F, offsets, kappa):
-    V = naive_intensity(F, offsets, X.shape)
+def naive_log_likelihood(X, F, offsets, kappa, floor=0.0):
+    V = naive_intensity(F, offsets, X.shape) + floor
     return float(np.sum(stats.gamma.logpdf(X, kappa, scale=V / kappa)))
 
 
 @pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
-@pytest.mark.parametrize("kappa", [1.0, 2.5])
+@pytest.mark.parametrize(("kappa", "floor"), [(1.0, 0.0), (2.5, 0.0), (1.0, 0.3), (2.5, 0.3)])
 @pytest.mark.parametrize("as_sparse", [False, True])
-def test_gamma_log_likelihood_matches_numpy(shape, kappa, as_sparse):
+def test_gamma_log_likelihood_matches_numpy(shape, kappa, floor, as_sparse):
     rng = np.random.default_rng(0)
     R = 3
     F, offsets = stacked_factors(rng, shape, R)
     X = rng.gamma(kappa, naive_intensity(F, offsets, shape) / kappa)
     # A sparse input is read densely: every entry is an observation.
-    data = CPData.from_array(sparse.coo_array(X) if as_sparse and len(shape) == 2 else X, kappa)
-    dense2, Xd, coords, vals, _, _, floor = data.pass_args()
+    data = CPData.from_array(sparse.coo_array(X) if as_sparse and len(shape) == 2 else X, kappa, floor=floor)
+    dense2, Xd, coords, vals, _, _, _ = data.pass_args()
     grad = np.empty_like(F)
     sums = np.empty((len(shape), R))
     value = log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums)
-    assert value == pytest.approx(naive_log_likelihood(X, F, offsets, kappa), rel=1e-12)
-    expected = numeric_gradient(lambda G: naive_log_likelihood(X, G, offsets, kappa), F)
+    assert value == pytest.approx(naive_log_likelihood(X, F, offsets, kappa, floor), rel=1e-12)
+    expected = numeric_gradient(lambda G: naive_log_likelihood(X, G, offsets, kappa, floor), F)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
     # Without the value, the same gradient.
     grad2 = np.empty_like(F)
@@ -101,17 +101,19 @@ def test_data_of_the_gamma_likelihood():
 # ----------------------------------------------------------------------------- against brute force
 
 
-def _brute_force_log_evidence(X, R, lam, kappa, seed, n_draws=400_000, n_batches=8):
+def _brute_force_log_evidence(X, R, lam, kappa, seed, floor=0.0, n_draws=400_000, n_batches=8):
     """Importance sampling from the Laplace reference widened sixfold, over every relabelling; no MCMC.
 
-    Returns the estimate and its standard error (spread of ``n_batches`` batches).
+    The mean of an entry is ``WH + floor``. Returns the estimate and its
+    standard error (spread of ``n_batches`` batches).
     """
     rng = np.random.default_rng(seed)
-    _, alpha, beta, _ = laplace_reference(X, R, lam, likelihood_shape=kappa, random_state=seed)
+    data = CPData.from_array(X, kappa, floor=floor)
+    _, alpha, beta, _ = laplace_reference(data, R, lam, random_state=seed)
     a, b = alpha / 6.0, beta / 6.0  # same mean, six times the variance
     I = X.shape[0]
     perms = list(itertools.permutations(range(R)))
-    const = np.sum(kappa * np.log(kappa) - gammaln(kappa) + (kappa - 1.0) * np.log(X))
+    const = np.sum(kappa * np.log(kappa) - gammaln(kappa) + (kappa - 1.0) * np.log(np.where(X > 0, X, 1.0)))
     estimates = []
     for _ in range(n_batches):
         n = n_draws // n_batches
@@ -123,7 +125,7 @@ def _brute_force_log_evidence(X, R, lam, kappa, seed, n_draws=400_000, n_batches
         log_q = logsumexp([np.sum(a[:, list(p)] * np.log(b[:, list(p)]) - gammaln(a[:, list(p)])
                                   + (a[:, list(p)] - 1.0) * np.log(theta) - b[:, list(p)] * theta, axis=(1, 2))
                            for p in perms], axis=0) - math.log(len(perms))
-        V = np.einsum("nir,njr->nij", theta[:, :I], theta[:, I:])
+        V = np.einsum("nir,njr->nij", theta[:, :I], theta[:, I:]) + floor
         log_lik = const + np.sum(-kappa * (np.log(V) + X / V), axis=(1, 2))
         log_prior = np.sum(np.log(lam) - lam * theta, axis=(1, 2))
         estimates.append(logsumexp(log_lik + log_prior - log_q) - math.log(n))
@@ -132,22 +134,45 @@ def _brute_force_log_evidence(X, R, lam, kappa, seed, n_draws=400_000, n_batches
 
 
 @functools.cache
-def _brute_force_case(shape, R, kappa, seed):
+def _brute_force_case(shape, R, kappa, seed, floor=0.0):
     rng = np.random.default_rng(seed)
     V = rng.exponential(size=(shape[0], R)) @ rng.exponential(size=(R, shape[1]))
-    X = rng.gamma(kappa, V / kappa)
-    return X, *_brute_force_log_evidence(X, R, 1.0, kappa, seed)
+    X = rng.gamma(kappa, (V + floor) / kappa)
+    if floor:
+        X[0] = 0.0  # a silent frame: exact zeros, which only the floor makes scorable
+    return X, *_brute_force_log_evidence(X, R, 1.0, kappa, seed, floor)
 
 
-BRUTE_FORCE_CASES = [((3, 3), 1, 1.0, 0), ((3, 3), 1, 1.0, 1), ((3, 3), 1, 3.0, 0), ((4, 3), 2, 1.0, 0)]
+#: (shape, rank, kappa, seed, noise floor)
+BRUTE_FORCE_CASES = [((3, 3), 1, 1.0, 0, 0.0), ((3, 3), 1, 1.0, 1, 0.0), ((3, 3), 1, 3.0, 0, 0.0),
+                     ((4, 3), 2, 1.0, 0, 0.0), ((3, 3), 1, 1.0, 2, 0.3), ((4, 3), 2, 1.0, 1, 0.2)]
 
 
-@pytest.mark.parametrize(("shape", "R", "kappa", "seed"), BRUTE_FORCE_CASES)
-def test_evidence_agrees_with_brute_force(shape, R, kappa, seed):
-    X, exact, exact_se = _brute_force_case(shape, R, kappa, seed)
-    result = referenced_ti_log_evidence(X, R, 1.0, likelihood="gamma", likelihood_shape=kappa, random_state=seed)
+@pytest.mark.parametrize(("shape", "R", "kappa", "seed", "floor"), BRUTE_FORCE_CASES)
+def test_evidence_agrees_with_brute_force(shape, R, kappa, seed, floor):
+    X, exact, exact_se = _brute_force_case(shape, R, kappa, seed, floor)
+    result = referenced_ti_log_evidence(X, R, 1.0, likelihood="gamma", likelihood_shape=kappa, noise_floor=floor,
+                                        random_state=seed)
     assert abs(result.log_evidence - exact) <= 3.0 * math.hypot(result.std_error, exact_se)
     assert result.diagnostics["reference_fit"] == "laplace"
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.4])
+def test_rank1_evidence_agrees_with_exact_integration(floor):
+    """A 1 x 2 matrix at rank 1: log p(X) by three-dimensional quadrature, against referenced TI."""
+    from scipy import integrate
+
+    X = np.array([[0.0 if floor else 0.7, 2.1]])
+
+    def integrand(h2, h1, w):  # the joint density: Exp(1) priors, exponential entries of mean w h + floor
+        v1, v2 = w * h1 + floor, w * h2 + floor
+        return math.exp(-w - h1 - h2 - X[0, 0] / v1 - X[0, 1] / v2) / (v1 * v2)
+
+    value, error = integrate.tplquad(integrand, 0, np.inf, 0, np.inf, 0, np.inf, epsabs=1e-11, epsrel=1e-9)
+    exact = math.log(value)
+    result = referenced_ti_log_evidence(X, 1, 1.0, likelihood="exponential", noise_floor=floor, random_state=0)
+    assert error < 1e-3 * value
+    assert abs(result.log_evidence - exact) <= 3.0 * result.std_error, (result.log_evidence, exact)
 
 
 # ----------------------------------------------------------------------------- scale invariance

@@ -99,9 +99,9 @@ class CPData:
             X.sum_duplicates()
             if kappa > 0.0:
                 X = X.toarray()
-        check_entries(X, kappa)
         if not (np.isfinite(floor) and floor >= 0.0):
-            raise ValueError(f"floor must be a non-negative number, got {floor!r}.")
+            raise ValueError(f"noise_floor must be a non-negative number, got {floor!r}.")
+        check_entries(X, kappa, floor)
         shape = tuple(int(n) for n in X.shape)
         if sparse.issparse(X):
             coords = np.stack([np.asarray(c, dtype=np.int64) for c in X.coords], axis=1)

@@ -87,10 +87,14 @@ def log_density(X, V, kappa):
     return term + linear - entry_constant(X, kappa)
 
 
-def check_entries(X, kappa, *, name="X"):
+def check_entries(X, kappa, floor=0.0, *, name="X"):
     """The values of ``X`` (dense or scipy.sparse) if the likelihood can score them; else a ``ValueError`` saying why.
 
-    Returns the values checked: a sparse input's stored values, or the dense array.
+    Under the exponential likelihood an exact zero has the density :math:`1/v`,
+    which grows without bound as its mean :math:`v` goes to 0: without a
+    noise floor the evidence of data with exact zeros (digital silence) would
+    measure how well each rank fits them, so they are refused then. Returns
+    the values checked: a sparse input's stored values, or the dense array.
     """
     values = X.data if sparse.issparse(X) else np.asarray(X)
     if values.dtype == object or np.iscomplexobj(values) or not (
@@ -110,10 +114,23 @@ def check_entries(X, kappa, *, name="X"):
                          "take magnitudes first.")
     if kappa > 0.0 and not np.any(values > 0):
         raise ValueError(f"{name} is zero everywhere; there is no signal to factorise.")
-    if kappa > 0.0 and kappa != 1.0 and (np.any(values == 0) or (sparse.issparse(X) and X.nnz < np.prod(X.shape))):
+    if kappa == 0.0:
+        if floor > 0.0:
+            raise ValueError(f"noise_floor={floor:g}: a noise floor belongs to the Gamma family's powers; the "
+                             "Poisson likelihood of counts takes none (noise_floor=0).")
+        return values
+    n_zeros = int(np.sum(values == 0)) + (int(np.prod(X.shape)) - X.nnz if sparse.issparse(X) else 0)
+    if n_zeros and kappa != 1.0:
         raise ValueError(
-            f"{name} has zero entries, which a Gamma likelihood of shape {kappa:g} gives density 0 (shape > 1) "
-            "or infinity (shape < 1). Use likelihood='exponential' (zeros allowed), or add a floor below the "
-            "noise (for example 1e-10 * X.max())."
+            f"{name} has {n_zeros} zero entries, which a Gamma likelihood of shape {kappa:g} gives density 0 "
+            "(shape > 1) or infinity (shape < 1) whatever their mean. Use likelihood='exponential' with a "
+            "noise_floor, or add the recording's noise before the spectrogram."
+        )
+    if n_zeros and floor == 0.0:
+        raise ValueError(
+            f"{name} has {n_zeros} exact zeros, whose density under the exponential likelihood, 1 / mean, grows "
+            "without bound as the mean WH goes to 0: the evidence would measure how well each rank fits them "
+            "(digital silence, say). Pass the recording's noise power as noise_floor (for PCM audio "
+            "SpectrogramTransformer's noise_floor_; the command line sets it from the sample format)."
         )
     return values

@@ -38,9 +38,9 @@ _SEARCH_SHARE = 1.0 / math.sqrt(2.0)
 _LAPLACE_MAX_ITER = 2000
 _LAPLACE_PHI_BOUND = 300.0
 
-def as_data(X, kappa=0.0):
+def as_data(X, kappa=0.0, floor=0.0):
     """``X`` as :class:`~skevidence.cp.data.CPData` (prepared data pass through)."""
-    return X if isinstance(X, CPData) else CPData.from_array(X, kappa)
+    return X if isinstance(X, CPData) else CPData.from_array(X, kappa, floor=floor)
 
 
 def _log_likelihood(data, F, grad):

@@ -174,7 +174,7 @@ class _Ladder:
 
 
 def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", likelihood_shape=1.0,
-                               tol=DEFAULT_TOL, n_temperatures=RTI_DEFAULTS["n_temperatures"],
+                               noise_floor=0.0, tol=DEFAULT_TOL, n_temperatures=RTI_DEFAULTS["n_temperatures"],
                                n_burnin=RTI_DEFAULTS["n_burnin"], n_keep=RTI_DEFAULTS["n_keep"],
                                n_leapfrog=RTI_DEFAULTS["n_leapfrog"], n_starts=RTI_DEFAULTS["n_starts"],
                                max_starts=RTI_DEFAULTS["max_starts"], max_refinements=RTI_DEFAULTS["max_refinements"],
@@ -230,6 +230,11 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
         Density of an entry given its mean :math:`V`.
     likelihood_shape : float, default=1.0
         Shape :math:`\kappa` of the Gamma likelihood (``likelihood="gamma"`` only).
+    noise_floor : float, default=0.0
+        The exponential and Gamma likelihoods' known noise floor :math:`f`: an
+        entry's mean is :math:`V + f` (see
+        :class:`~skevidence.audio.SpectrogramTransformer`'s ``noise_floor_``).
+        Data with exact zeros need one under the exponential likelihood.
     random_state : int, RandomState instance or None
     verbose : int, default=0
 
@@ -263,7 +268,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,
                     max_time, max_refinements)
     kappa = likelihood_kappa(likelihood, likelihood_shape)
-    data = as_data(X, kappa)
+    data = as_data(X, kappa, noise_floor)
     rng = check_random_state(random_state)
     rates = _row_rates(prior_rates, data.shape)
 

@@ -91,7 +91,7 @@ class _ChainRunner:
 
 
 def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", likelihood_shape=1.0,
-                     temperatures=STI_DEFAULTS["temperatures"], ladder=STI_DEFAULTS["ladder"],
+                     noise_floor=0.0, temperatures=STI_DEFAULTS["temperatures"], ladder=STI_DEFAULTS["ladder"],
                      n_samples=STI_DEFAULTS["n_samples"], n_burnin=STI_DEFAULTS["n_burnin"],
                      sampler=STI_DEFAULTS["sampler"], step_size=STI_DEFAULTS["step_size"],
                      step_decay=STI_DEFAULTS["step_decay"], n_blocks="auto", random_state=None, verbose=0):
@@ -108,6 +108,9 @@ def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", 
     likelihood : {"poisson", "exponential", "gamma"}, default="poisson"
     likelihood_shape : float, default=1.0
         Shape :math:`\kappa` of the Gamma likelihood.
+    noise_floor : float, default=0.0
+        The known noise floor added to every entry's mean (see
+        :func:`~skevidence.cp.referenced_ti_log_evidence`).
     temperatures, ladder, n_samples, n_burnin, step_size, step_decay
         The ladder and the chains, as for :func:`skevidence.sti_log_evidence`
         (a part of ``B`` blocks is the minibatch).
@@ -125,7 +128,7 @@ def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", 
         ``method="sti"``; ``posterior_mean`` holds each mode's factor
         ``(n_m, R)``, the chain's mean at :math:`t = 1`.
     """
-    data = as_data(X, likelihood_kappa(likelihood, likelihood_shape))
+    data = as_data(X, likelihood_kappa(likelihood, likelihood_shape), noise_floor)
     if len(data.shape) not in (2, 3):
         raise ValueError(f"The CP chains take two- and three-way data, got shape {data.shape}.")
     B = min(DEFAULT_BLOCKS, *data.shape) if n_blocks == "auto" else n_blocks

@@ -30,7 +30,7 @@ CP_METHODS = {
 _ANY_LIKELIHOOD = ("rti", "sti")
 
 #: What the estimator passes to the method itself, from its own parameters.
-_RESERVED = ("likelihood", "likelihood_shape", "tol", "random_state", "verbose")
+_RESERVED = ("likelihood", "likelihood_shape", "noise_floor", "tol", "random_state", "verbose")
 
 #: Constraints of the parameters every CP-model estimator has.
 CP_PARAMETER_CONSTRAINTS = {
@@ -52,9 +52,10 @@ class CPEstimatorMixin:
     per mode).
     """
 
-    #: The likelihood's name and shape (the estimators without the parameters are Poisson).
+    #: The likelihood's name, shape and noise floor (the estimators without the parameters are Poisson).
     likelihood = "poisson"
     likelihood_shape = 1.0
+    noise_floor = 0.0
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -67,11 +68,12 @@ class CPEstimatorMixin:
         function = CP_METHODS[self.method]
         kwargs = method_kwargs(self, function, reserved=_RESERVED)
         if self.method in _ANY_LIKELIHOOD:
-            kwargs.update(likelihood=self.likelihood, likelihood_shape=self.likelihood_shape)
-        elif self.likelihood != "poisson":
+            kwargs.update(likelihood=self.likelihood, likelihood_shape=self.likelihood_shape,
+                          noise_floor=self.noise_floor)
+        elif self.likelihood != "poisson" or self.noise_floor:
             raise ValueError(
-                f"likelihood={self.likelihood!r} is estimated by method='rti' or 'sti'; method={self.method!r} "
-                "rests on the Poisson likelihood's latent counts."
+                f"likelihood={self.likelihood!r} with noise_floor={self.noise_floor:g} is estimated by method='rti' "
+                f"or 'sti'; method={self.method!r} rests on the Poisson likelihood's latent counts (no floor)."
             )
         if self.method == "rti":
             kwargs["tol"] = self.tol

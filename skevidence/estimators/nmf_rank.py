@@ -30,7 +30,7 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     prior_rate : float or "auto", default=1.0
         Rate of the exponential priors (see :class:`PoissonNMF`); ``"auto"``
         follows the data's scale, rank by rank.
-    prior_rate_h, likelihood, likelihood_shape, method, method_params
+    prior_rate_h, likelihood, likelihood_shape, noise_floor, method, method_params
         Passed to every :class:`PoissonNMF` (see there):
         ``likelihood="exponential"`` with ``prior_rate="auto"`` on a power
         spectrogram chooses a rank that does not depend on the recording's
@@ -99,17 +99,18 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     _model_class = PoissonNMF
 
     _parameter_constraints = selector_constraints(PoissonNMF, ("prior_rate", "prior_rate_h", "likelihood",
-                                                               "likelihood_shape", "method", "method_params", "tol",
-                                                               "random_state", "verbose"))
+                                                               "likelihood_shape", "noise_floor", "method",
+                                                               "method_params", "tol", "random_state", "verbose"))
 
     def __init__(self, ranks=(1, 2, 4, 8, 16), prior_rate=1.0, *, prior_rate_h=None, likelihood="poisson",
-                 likelihood_shape=1.0, method="rti", method_params=None, tol=DEFAULT_TOL, n_jobs=None,
-                 random_state=None, verbose=0, error_score=np.nan, memory=None):
+                 likelihood_shape=1.0, noise_floor=0.0, method="rti", method_params=None, tol=DEFAULT_TOL,
+                 n_jobs=None, random_state=None, verbose=0, error_score=np.nan, memory=None):
         self.ranks = ranks
         self.prior_rate = prior_rate
         self.prior_rate_h = prior_rate_h
         self.likelihood = likelihood
         self.likelihood_shape = likelihood_shape
+        self.noise_floor = noise_floor
         self.method = method
         self.method_params = method_params
         self.tol = tol

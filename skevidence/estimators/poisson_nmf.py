@@ -84,6 +84,14 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         ``method="smc"`` and ``"chib"`` are Poisson only.
     likelihood_shape : float, default=1.0
         Shape :math:`\kappa` of the Gamma likelihood.
+    noise_floor : float, default=0.0
+        The exponential and Gamma likelihoods' known noise floor :math:`f`, in
+        the units of ``X``: an entry's mean is :math:`(WH)_{ij} + f`. Every
+        recording has one (a 16-bit PCM file the power of its quantisation
+        noise, :class:`~skevidence.audio.SpectrogramTransformer`'s
+        ``noise_floor_``); without it, near-silent entries weigh as much as
+        the loud ones and exact zeros, whose density grows without bound as
+        :math:`WH \to 0`, are refused.
     method : {"rti", "sti", "smc", "chib"}, default="rti"
         What estimates the evidence (:mod:`skevidence.cp`): ``"rti"``,
         thermodynamic integration referenced from a fit of the posterior with
@@ -160,17 +168,19 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         "prior_rate_h": [Interval(Real, 0, None, closed="neither"), None],
         "likelihood": [StrOptions(set(LIKELIHOODS))],
         "likelihood_shape": [Interval(Real, 0, None, closed="neither")],
+        "noise_floor": [Interval(Real, 0, None, closed="left")],
         **CP_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(self, n_components=1, prior_rate=1.0, *, prior_rate_h=None, likelihood="poisson",
-                 likelihood_shape=1.0, method="rti", method_params=None, tol=DEFAULT_TOL, random_state=None,
-                 verbose=0):
+                 likelihood_shape=1.0, noise_floor=0.0, method="rti", method_params=None, tol=DEFAULT_TOL,
+                 random_state=None, verbose=0):
         self.n_components = n_components
         self.prior_rate = prior_rate
         self.prior_rate_h = prior_rate_h
         self.likelihood = likelihood
         self.likelihood_shape = likelihood_shape
+        self.noise_floor = noise_floor
         self.method = method
         self.method_params = method_params
         self.tol = tol
