@@ -398,6 +398,8 @@ def test_input_validation():
         run_chain(data, blocks, -np.concatenate(factors), seed_seq=ss, **settings)
     with pytest.raises(ValueError, match="n_burnin"):
         run_chain(data, blocks, np.concatenate(factors), seed_seq=ss, **{**settings, "n_burnin": 20})
+    with pytest.raises(ValueError, match="n_burnin"):
+        run_chain(data, blocks, np.concatenate(factors), seed_seq=ss, **{**settings, "n_burnin": -1})
     with pytest.raises(ValueError, match="sampler"):
         run_chain(data, blocks, np.concatenate(factors), seed_seq=ss, **{**settings, "sampler": "sghmc"})
     with pytest.raises(ValueError, match="prior_rates"):

@@ -40,7 +40,6 @@ its gradient come from the block's column sums
 (:mod:`~skevidence.cp.likelihood`).
 """
 
-import numbers
 import types
 from typing import NamedTuple
 
@@ -392,15 +391,6 @@ def _kernel_data(data, blocks):
             blocks.bounds, data.offsets)
 
 
-def _check_number(name, value, low, *, low_open=False, high=None):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    if value < low or (low_open and value == low) or (high is not None and value >= high):
-        bound = f"{'>' if low_open else '>='} {low}" + (f" and < {high}" if high is not None else "")
-        raise ValueError(f"{name} must be {bound}, got {value!r}.")
-    return float(value)
-
-
 def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step_b, sampler="psgld",
               alpha=PSGLD_ALPHA, sigma=PSGLD_SIGMA, freeze=True, prior_rates, seed_seq,
               max_capped_fraction=MAX_CAPPED_FRACTION):
@@ -422,7 +412,8 @@ def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step
         Step sizes :math:`\epsilon_k = (a / \min(k, K_b))^b` (``a`` if ``b == 0``).
     sampler : {"sgld", "psgld"}
     alpha, sigma : float
-        pSGLD's decay and floor.
+        pSGLD's decay and floor (validated, like the other settings, by
+        :class:`~skevidence.samplers.PSGLD` and the STI driver that call this).
     freeze : bool
         pSGLD: stop adapting the preconditioner after burn-in.
     prior_rates : float or sequence of N floats
@@ -443,18 +434,10 @@ def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step
         or the drift cap cut more than ``max_capped_fraction`` of the kept
         updates (the steps are too long).
     """
-    temperature = _check_number("temperature", temperature, 0.0)
-    for name, value in (("n_samples", n_samples), ("n_burnin", n_burnin)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
-    if not n_burnin < n_samples:
-        raise ValueError(f"n_burnin ({n_burnin}) must be less than n_samples ({n_samples}).")
-    step_a = _check_number("step_a", step_a, 0.0, low_open=True)
-    step_b = _check_number("step_b", step_b, 0.0)
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}.")
-    alpha = _check_number("alpha", alpha, 0.0, high=1.0)
-    sigma = _check_number("sigma", sigma, 0.0, low_open=True)
+    if not 0 <= n_burnin < n_samples:
+        raise ValueError(f"n_burnin ({n_burnin}) must be at least 0 and less than n_samples ({n_samples}).")
     rates = np.array(check_prior_rates(prior_rates, len(data.shape)))
     if F.shape != (data.offsets[-1], F.shape[1]) or not (np.all(np.isfinite(F)) and np.all(F >= 0)):
         raise ValueError(f"F must be finite, non-negative and of shape ({data.offsets[-1]}, R), got {F.shape}.")
@@ -468,8 +451,9 @@ def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step
     parallel = numba.get_num_threads() > 1 and data.n_data // B ** (len(data.shape) - 1) >= PARALLEL_MIN_PART
     kernel = _chain if parallel else _chain_serial
     status, k, n_evals, n_capped = kernel(
-        *_kernel_data(data, blocks), state, vF, streams, temperature, int(n_samples), int(n_burnin), step_a, step_b,
-        sampler == "psgld", alpha, sigma, bool(freeze), rates, log_lik, F_sum,
+        *_kernel_data(data, blocks), state, vF, streams, float(temperature), int(n_samples), int(n_burnin),
+        float(step_a), float(step_b), sampler == "psgld", float(alpha), float(sigma), bool(freeze), rates, log_lik,
+        F_sum,
     )
     capped_fraction = n_capped / (n_kept * state.size)
     eps = _step_size(n_samples, n_burnin, step_a, step_b)
