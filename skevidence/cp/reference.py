@@ -18,6 +18,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .data import CPData
+from .kernels.fit import map_fit
 from .kernels.passes import entry_pass, fisher_pass, log_likelihood
 from .model import check_prior_rates
 
@@ -33,6 +34,11 @@ _VB_MAX_ITER = 1000
 # starts cost a fraction of a round (a 12x10x8 tensor at rank 6: 0.13 s a start, 21 s the first
 # round; its mode piece 0.99, 0.51, 0.28 at 16, 32, 64 starts).
 _SEARCH_SHARE = 1.0 / math.sqrt(2.0)
+
+#: Sweeps of multiplicative updates that take a start to the posterior's mode before the VB or Laplace fit,
+#: and the relative change of the log posterior at which they stop.
+_MAP_MAX_ITER = 200
+_MAP_RTOL = 1e-6
 
 #: Iterations of a Laplace fit's L-BFGS, and the bound on log theta inside it (exp must not overflow).
 _LAPLACE_MAX_ITER = 2000
@@ -61,12 +67,38 @@ def _random_start(data, R, rng, least_total):
     return scale * rng.gamma(2.0, 0.5, size=(data.offsets[-1], R))
 
 
-def vb_fit(data, R, rates, mean):
-    """One mean-field VB fit from the start ``mean`` (factors' means): ``(bound, alpha, beta)``."""
+def _split_start(F, R, rng):
+    r"""A start of rank ``R`` from the factors ``F`` of a lower rank: its largest components split in two.
+
+    A component :math:`r` becomes :math:`(u \odot f^{(1)}_r, f^{(2)}_r, \dots)` and
+    :math:`((1 - u) \odot f^{(1)}_r, f^{(2)}_r, \dots)` with :math:`u` uniform on
+    :math:`(0.25, 0.75)` per row: the intensity is the same, the two parts differ.
+    """
+    F = np.array(F, dtype=np.float64)
+    while F.shape[1] < R:
+        r = int(np.argmax(np.prod(np.abs(F), axis=0) ** (1.0 / F.shape[0])))
+        u = rng.uniform(0.25, 0.75, size=F.shape[0])
+        part = F[:, r].copy()
+        F[:, r] = u * part
+        F = np.column_stack([F, (1.0 - u) * part])
+    return F[:, :R]
+
+
+def _mode(data, R, rates, start, a):
+    """The posterior mode in the factors (``a = 1``) or their logs (``a = 2``) from ``start``, by
+    multiplicative updates (:func:`~skevidence.cp.kernels.fit.map_fit`)."""
+    F = np.ascontiguousarray(np.maximum(start, 1e-300), dtype=np.float64)
+    dense2, X, coords, vals, offsets, kappa, floor = data.pass_args()
+    map_fit(dense2, X, coords, vals, F, offsets, kappa, floor, rates, float(a), _MAP_MAX_ITER, _MAP_RTOL)
+    return F
+
+
+def vb_fit(data, R, rates, start):
+    """One mean-field VB fit from the posterior mode found from ``start``: ``(bound, alpha, beta)``."""
     offsets, shape = data.offsets, data.shape
     D, N = offsets[-1], len(shape)
     alpha = np.full((D, R), 1.0)
-    beta = alpha / mean
+    beta = alpha / np.maximum(_mode(data, R, rates, start, 1.0), 1e-12 * np.max(start))
     S = np.empty((D, R))
     bound_old = -np.inf
     bound = -np.inf
@@ -114,7 +146,7 @@ def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, rando
     return _best_of_starts(vb_fit, data, n_components, prior_rates, n_starts, random_state)
 
 
-def _fit_starts(fit, data, R, rates, rng, n_starts, n_jobs=1):
+def _fit_starts(fit, data, R, rates, rng, n_starts, n_jobs=1, init=()):
     """``n_starts`` fits from random starts drawn in turn from ``rng``, ``n_jobs`` at a time (threads).
 
     The starts are drawn before any fit, in order, and each fit is a
@@ -126,7 +158,8 @@ def _fit_starts(fit, data, R, rates, rng, n_starts, n_jobs=1):
     (the clip at rank 32: 8 Laplace fits in 17 s against 63 s with two BLAS
     threads, on a loaded 2-core machine). The kernels release the GIL.
     """
-    starts = [_random_start(data, R, rng, _START_TOTAL[fit]) for _ in range(n_starts)]
+    starts = [_split_start(F, R, rng) if k < len(init) else _random_start(data, R, rng, _START_TOTAL[fit])
+              for k, F in zip(range(n_starts), [*init, *([None] * n_starts)])]
     with threadpool_limits(1):
         if n_jobs == 1 or n_starts == 1:
             return [fit(data, R, rates, start) for start in starts]
@@ -200,7 +233,7 @@ def mode_search_error(bounds):
     return float(total)
 
 
-def search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_of_time, rng, n_jobs=1):
+def search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_of_time, rng, n_jobs=1, init=()):
     """Random starts of ``fit``, doubled while two halves of them disagree on the best mode.
 
     The posterior of a factorisation can have many modes, far apart in mass
@@ -213,7 +246,11 @@ def search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_o
     ``mode_error``, what a search of that effort misses. The starts are
     doubled while it is above ``tol / sqrt(2)`` (``None``: no doubling), up to
     ``max_starts`` or until ``out_of_time()``; ``n_jobs`` fits run at a time
-    (the result does not depend on it).
+    (the result does not depend on it). The first half of the first starts
+    are the lower-rank factors ``init`` (one or more ``(sum of the mode
+    sizes, R')`` arrays, ``R' < R``) with components split
+    (:func:`_split_start`), so that the best mode found does not get worse as
+    the rank grows; the rest are random.
 
     Returns ``(best bound, its alpha, its beta, every start's bound, mode_error)``.
     """
@@ -221,7 +258,8 @@ def search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_o
     fits = []
     n = n_starts
     while True:
-        fits += _fit_starts(fit, data, R, rates, rng, n - len(fits), n_jobs)
+        warm = [init[k % len(init)] for k in range(n_starts // 2)] if len(init) and not fits else []
+        fits += _fit_starts(fit, data, R, rates, rng, n - len(fits), n_jobs, warm)
         bounds = np.array([f[0] for f in fits])
         mode_error = mode_search_error(bounds)
         if tol is None or mode_error <= _SEARCH_SHARE * tol or bounds.size >= max_starts or out_of_time():
@@ -235,7 +273,7 @@ def laplace_fit(data, R, rates, start):
     r"""One Laplace fit in :math:`\log\theta` from the factors ``start``: ``(laplace bound, alpha, beta)``."""
     offsets = data.offsets
     D = offsets[-1]
-    phi0 = np.log(start)
+    phi0 = np.log(_mode(data, R, rates, start, 2.0))
     grad = np.empty((D, R))
     lam = rates[:, None]
 

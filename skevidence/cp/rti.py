@@ -178,7 +178,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
                                n_burnin=RTI_DEFAULTS["n_burnin"], n_keep=RTI_DEFAULTS["n_keep"],
                                n_leapfrog=RTI_DEFAULTS["n_leapfrog"], n_starts=RTI_DEFAULTS["n_starts"],
                                max_starts=RTI_DEFAULTS["max_starts"], max_refinements=RTI_DEFAULTS["max_refinements"],
-                               max_time=RTI_DEFAULTS["max_time"], n_jobs=2, random_state=None, verbose=0):
+                               max_time=RTI_DEFAULTS["max_time"], n_jobs=2, init=(), random_state=None,
+                               verbose=0):
     r"""Log-evidence of a CP model (NMF for a matrix) by referenced TI with Metropolis-adjusted HMC.
 
     The entries are Poisson (the papers' model), or exponential or Gamma of
@@ -226,6 +227,10 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     n_jobs : int, default=2
         Threads for the two ladders and for the reference's random starts
         (at most two ladders run at a time; the result does not depend on it).
+    init : sequence of ndarray, default=()
+        Factors of lower ranks, each ``(sum of the mode sizes, R')`` stacked
+        (for example an earlier result's ``diagnostics["reference_mean"]``):
+        half the reference's first starts split their components.
     likelihood : {"poisson", "exponential", "gamma"}, default="poisson"
         Density of an entry given its mean :math:`V`.
     likelihood_shape : float, default=1.0
@@ -278,7 +283,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
 
     best_bound, alpha, beta, bounds, mode = search_reference(
         vb_fit if kappa == 0.0 else laplace_fit, data, n_components, prior_rates, n_starts,
-        max(n_starts, max_starts), tol, out_of_time, rng, n_jobs)
+        max(n_starts, max_starts), tol, out_of_time, rng, n_jobs, init)
     # What the chains' own pieces must reach for the whole bar to be within tol; a mode error at or
     # above tol is not lowered by longer chains, which then need only be well below it.
     ti_target = None if tol is None else (math.sqrt(tol**2 - mode**2) if mode < tol else mode)
@@ -347,7 +352,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     U_mean = 0.5 * (parts[0][3] + parts[1][3])
     diagnostics = dict(
         ladders=(parts[0][0], parts[1][0]), mc_error=mc, lag_error=lag, quadrature_error=quad, mode_error=mode,
-        reference_starts=int(bounds.size),
+        reference_starts=int(bounds.size), reference_mean=alpha / beta,
         elbo=float(U_mean[0]), reference_bound=float(best_bound), reference_bounds=bounds,
         acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
         step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
