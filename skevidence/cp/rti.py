@@ -1,4 +1,4 @@
-r"""Referenced thermodynamic integration for Poisson CP models (NMF, PARAFAC).
+r"""Referenced thermodynamic integration for CP models (NMF, PARAFAC).
 
 Instead of integrating from the prior, integrate from an exactly normalised,
 exactly sampled approximation :math:`q` of the posterior (the generalised
@@ -9,14 +9,14 @@ al. 2023):
     p_t \propto q^{1-t}\,(p(\theta)\,p(X\mid\theta))^t,\qquad
     \log p(X) = \int_0^1 E_{p_t}\big[\log p(X\mid\theta) + \log p(\theta) - \log q(\theta)\big]\,dt .
 
-At :math:`t = 0` the integrand is the ELBO of :math:`q`; when :math:`q` is
-close to the posterior the integrand is nearly flat and the chains barely
-move along the path. Here :math:`q` is the best of several mean-field
-variational fits (:func:`variational_reference`: a Gamma per factor entry,
-the latent-source updates of Cemgil 2009), averaged over the :math:`R!`
-relabellings of the components. The chains are Metropolis-adjusted HMC on
-:math:`\log\theta` (:mod:`skevidence.kernels.hmc`), so no step-size bias
-remains.
+At :math:`t = 0` the integrand is the bound of :math:`q`; when :math:`q` is
+close to the posterior the integrand is nearly flat. Here :math:`q` is a
+product of Gammas fitted at the best posterior mode several starts found
+(:mod:`~skevidence.cp.reference`: mean-field VB for the Poisson likelihood,
+a Laplace fit in :math:`\log\theta` for the Gamma family), averaged over
+the :math:`R!` relabellings of the components. The chains are
+Metropolis-adjusted HMC on :math:`\log\theta`
+(:mod:`~skevidence.cp.kernels.hmc`), so no step-size bias remains.
 
 **Ladder and quadrature.** The integrand is convex in :math:`t` and rises
 most near :math:`t = 1`, so the temperatures are
@@ -24,9 +24,8 @@ most near :math:`t = 1`, so the temperatures are
 :math:`k` of :math:`E_{t_k}[U]\,t'(k)`; :math:`t'(K) = 0`, so the slowly
 mixing end of the path weighs little.
 
-**Error bar.** Two independent ladders heat from :math:`q` side by side (one
-thread each). The result is their mean and its error bar the root sum of
-squares of
+**Error bar.** Two independent ladders; the estimate is their mean and its
+error bar the root sum of squares of
 
 - the Monte-Carlo error: batch means of every temperature's chain through
   the Simpson weights, or half the two ladders' difference if larger;
@@ -36,22 +35,25 @@ squares of
 - the quadrature error, Richardson's :math:`|S_K - S_{K/2}|/15` on the mean
   integrand;
 - the mode search: the difference of the best bounds of two halves of the
-  reference's random starts, averaged over every split of them
-  (:func:`mode_search_error`, :func:`~skevidence.cp.reference.search_reference`). The chains stay near
+  reference's starts, averaged over every split of them
+  (:func:`~skevidence.cp.reference.mode_search_error`). The chains stay near
   the reference's mode, and a factorisation's posterior can have many modes
   beyond its relabellings, far apart in mass: a reference at a lesser mode
   gives a lesser evidence, which no statistic of the chains shows.
 
-A ladder cooling from a posterior state was tried as a bracket of the lag
-and dropped: at over-fitted ranks its chains keep splittings of the
-components that :math:`q` does not cover, and it ran 100-340 nats high on a
-40x30 matrix of true rank 3.
+**Work in parallel, and continued.** :class:`RankRun` plans one step at a
+time (the reference's starts, the ladders' first round, a lengthening of
+every chain, a finer ladder, more starts) as independent pieces of work:
+every start, and every ladder cut into a fixed number of runs of
+temperatures (each from :math:`q`'s mean or from where its chains stopped),
+each with its own seed. They run side by side on threads (the kernels
+release the GIL), and the numbers do not depend on how many. A refined rank
+continues its chains and keeps its reference unless more starts find a
+better mode.
 
-**Budget.** With ``tol`` the chains are continued from where they stopped
-(doubling their length), or the ladder refined when its error dominates,
-until the error bar is below ``tol``, or ``max_time`` would be exceeded, or
-``max_refinements`` steps (each doubling the cost so far: at most
-:math:`2^8 = 256` times the first round by default) have run; then a
+**Budget.** With ``tol`` the steps go on until the error bar is below
+``tol``, or ``max_time`` would be exceeded, or ``max_refinements`` steps
+(each doubling the cost so far) have run; then a
 :class:`~sklearn.exceptions.ConvergenceWarning` says so and the result
 records ``converged=False``. The cap on refinements bounds the work
 deterministically, so that the same call gives the same numbers on any
@@ -61,11 +63,11 @@ machine and load, which a time limit cannot.
 import math
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
 from numbers import Real
 
 import numpy as np
-from joblib import Parallel, delayed
 from scipy.special import polygamma
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -78,12 +80,27 @@ from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
 from .kernels.hmc import run_referenced_ladder
 from .likelihood import likelihood_kappa
-from .reference import _row_rates, as_data, laplace_fit, search_reference, vb_fit
+from .reference import (
+    _SEARCH_SHARE,
+    _START_TOTAL,
+    _random_start,
+    _row_rates,
+    _split_start,
+    as_data,
+    laplace_fit,
+    mode_search_error,
+    vb_fit,
+)
 
-__all__ = ["referenced_ti_log_evidence"]
+__all__ = ["RankRun", "referenced_ti_log_evidence", "run_pieces"]
 
 #: Largest rank at which log q_sym sums over every relabelling (6! = 720).
 _ALL_PERMUTATIONS_UP_TO = 6
+
+#: Every ladder's temperatures are cut into this many runs, each a piece of work of its own (a fixed number:
+#: the numbers must not depend on how many threads run the pieces).
+_CHUNKS = 2
+
 
 def _relabellings(R):
     """The relabellings ``q_sym`` sums over: every permutation up to ``_ALL_PERMUTATIONS_UP_TO``, else an
@@ -93,58 +110,72 @@ def _relabellings(R):
     return np.zeros((0, R), dtype=np.int64)
 
 
-class _Ladder:
-    """One ladder's chains: their integrand samples, end states and step sizes, lengthened in place."""
+def run_pieces(pieces, n_jobs):
+    """Run independent pieces of work (callables), ``n_jobs`` at a time on threads, one BLAS thread each.
 
-    def __init__(self, data, alpha, beta, rates, seed):
-        self.data, self.alpha, self.beta, self.rates = data, alpha, beta, rates
+    Returns their results in order. The pieces' kernels release the GIL; one
+    BLAS thread each, or they would fight over the cores.
+    """
+    with threadpool_limits(1):
+        if n_jobs == 1 or len(pieces) <= 1:
+            return [piece() for piece in pieces]
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            return list(pool.map(lambda piece: piece(), pieces))
+
+
+class _Ladder:
+    """One ladder's chains: their integrand samples, end states and step sizes, continued in place."""
+
+    def __init__(self, run, seed):
+        self.run = run
         self.rng = np.random.RandomState(seed)
-        R = alpha.shape[1]
-        self.perms = _relabellings(R)
-        self.log_r_fact = math.lgamma(R + 1.0)
-        # HMC's inverse mass is the variance of log θ (q's: trigamma(α)), so
-        # that every coordinate moves on its own scale; its inverse (the
-        # precision) squares the spread of scales instead of removing it.
-        self.inv_mass = polygamma(1, alpha)
-        self.theta_sum = np.zeros_like(alpha)
+        self.theta_sum = np.zeros_like(run.alpha)
         self.n_grad = 0
 
-    def _run(self, levels, chained, n_burnin, n_keep):
-        data = self.data
-        U = np.zeros((levels.size, n_keep))
-        accept = np.zeros(levels.size)
-        self.n_grad += run_referenced_ladder(
-            *data.pass_args(), data.constant, self.alpha, self.beta, self.rates, self.inv_mass, self.perms,
-            self.log_r_fact, self.temperatures, levels, chained, self.phi, self.steps, n_burnin, n_keep,
-            self.n_leapfrog, int(self.rng.randint(0, 2**31 - 1)), U, accept, self.theta_sum, True,
-        )
-        for i, level in enumerate(levels):
-            self.samples[level].append(U[i])
-            self.accept[level] = accept[i]
+    def _piece(self, levels, chained, n_burnin, n_keep):
+        """A piece of work: the chains of ``levels`` (from their entries in ``phi``), with a seed of its own."""
+        seed = int(self.rng.randint(0, 2**31 - 1))
+        run = self.run
 
-    def start(self, n_temperatures, n_burnin, n_keep, n_leapfrog):
-        """Heat from ``q``: each temperature's chain starts where the previous one stopped."""
-        self.n_leapfrog = n_leapfrog
+        def piece():
+            U = np.zeros((levels.size, n_keep))
+            accept = np.zeros(levels.size)
+            n_grad = run_referenced_ladder(
+                *run.data.pass_args(), run.data.constant, run.alpha, run.beta, run.rates, run.inv_mass, run.perms,
+                run.log_r_fact, self.temperatures, levels, chained, self.phi, self.steps, n_burnin, n_keep,
+                run.n_leapfrog, seed, U, accept, self.theta_sum, True,
+            )
+            for i, level in enumerate(levels):
+                self.samples[level].append(U[i])
+                self.accept[level] = accept[i]
+            return n_grad
+
+        return piece
+
+    def _pieces(self, levels, chained, n_burnin, n_keep):
+        return [self._piece(chunk, chained, n_burnin, n_keep) for chunk in np.array_split(levels, _CHUNKS)
+                if chunk.size]
+
+    def start(self, n_temperatures, n_burnin, n_keep):
+        """Heat from ``q``: a run of temperatures starts at ``q``'s mean, each chain where the previous stopped."""
         self.temperatures, self.dt = rti_temperatures(n_temperatures)
         K1 = n_temperatures + 1
-        self.phi = np.empty((K1,) + self.alpha.shape)
-        self.phi[0] = np.log(self.alpha / self.beta)
+        self.phi = np.repeat(np.log(self.run.alpha / self.run.beta)[None], K1, axis=0)
         self.steps = np.full(K1, 0.1)
         self.samples = [[] for _ in range(K1)]
         self.accept = np.zeros(K1)
         self.n_burnin = n_burnin
-        self._run(np.arange(K1), True, n_burnin, n_keep)
+        return self._pieces(np.arange(K1), True, n_burnin, n_keep)
 
     def lengthen(self):
         """Continue every chain from where it stopped for as many draws as it holds."""
-        n = self.n_kept
-        self._run(np.arange(self.temperatures.size), False, 0, n)
+        return self._pieces(np.arange(self.temperatures.size), False, 0, self.n_kept)
 
     def refine(self):
         """Halve the ladder's spacing; each new chain starts from its lower neighbour's end state."""
         K = self.temperatures.size - 1
         n = self.n_kept
-        phi = np.empty((2 * K + 1,) + self.alpha.shape)
+        phi = np.empty((2 * K + 1,) + self.run.alpha.shape)
         phi[0::2] = self.phi
         phi[1::2] = self.phi[:-1]
         steps = np.empty(2 * K + 1)
@@ -156,7 +187,7 @@ class _Ladder:
         accept[0::2] = self.accept
         self.phi, self.steps, self.samples, self.accept = phi, steps, samples, accept
         self.temperatures, self.dt = rti_temperatures(2 * K)
-        self._run(np.arange(1, 2 * K, 2), False, self.n_burnin, n)
+        return self._pieces(np.arange(1, 2 * K, 2), False, self.n_burnin, n)
 
     @property
     def n_kept(self):
@@ -173,6 +204,208 @@ class _Ladder:
         return float(w @ means), float(np.sqrt(np.sum(w**2 * var))), float(w @ halves), means
 
 
+class RankRun:
+    """Referenced TI of one rank, a step at a time: :meth:`plan` a step's pieces, run them, :meth:`finish` it.
+
+    Every choice is made in :meth:`plan` and :meth:`finish`, between steps,
+    from the numbers alone, and every piece draws from a seed of its own, so
+    the same ``random_state`` gives the same numbers however the pieces run.
+    The settings are those of :func:`referenced_ti_log_evidence`.
+    """
+
+    def __init__(self, data, n_components, prior_rates, *, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts,
+                 max_starts, max_refinements, max_time, init=(), random_state=None):
+        self.data, self.n_components = data, n_components
+        self.rates = _row_rates(prior_rates, data.shape)
+        self.prior_rates = prior_rates
+        self.settings = dict(n_temperatures=n_temperatures, n_burnin=n_burnin, n_keep=n_keep)
+        self.n_leapfrog, self.n_starts, self.max_starts = n_leapfrog, n_starts, max(n_starts, max_starts)
+        self.max_refinements, self.max_time = max_refinements, max_time
+        self.init = list(init)
+        self.rng = check_random_state(random_state)
+        self.fit = vb_fit if data.kappa == 0.0 else laplace_fit
+        self.fits, self.ladders, self.rounds = [], None, []
+        self.n_refinements, self.stop_reason, self.time = 0, None, 0.0
+        self._next = None
+
+    # -- the reference ------------------------------------------------------------------------------
+
+    def _search(self, n):
+        """Pieces that fit ``n`` more starts (the first search: half of them split ``init``'s components)."""
+        warm = self.init[: self.n_starts // 2] if not self.fits else []
+        starts = [_split_start(warm[k % len(warm)], self.n_components, self.rng) if k < len(warm)
+                  else _random_start(self.data, self.n_components, self.rng, _START_TOTAL[self.fit])
+                  for k in range(n)]
+        data, R, rates, fit = self.data, self.n_components, self.rates, self.fit
+        self._next = "searched"
+        return [lambda start=start: fit(data, R, rates, start) for start in starts]
+
+    def _take_reference(self):
+        """Use the best start's fit as ``q``; the ladders start (again) from it."""
+        bounds = self.bounds
+        best = int(np.argmax(bounds))
+        self.best_bound, self.alpha, self.beta = bounds[best], self.fits[best][1], self.fits[best][2]
+        self.perms = _relabellings(self.n_components)
+        self.log_r_fact = math.lgamma(self.n_components + 1.0)
+        # HMC's inverse mass is the variance of log θ (q's: trigamma(α)), so that every coordinate moves on its
+        # own scale.
+        self.inv_mass = polygamma(1, self.alpha)
+        self.ladders = None
+
+    @property
+    def bounds(self):
+        return np.array([f[0] for f in self.fits])
+
+    @property
+    def mode_error(self):
+        return mode_search_error(self.bounds)
+
+    # -- the steps ----------------------------------------------------------------------------------
+
+    def plan(self, tol):
+        """The pieces of the next step towards an error bar of ``tol`` (``None``: one round), or ``[]`` if none.
+
+        ``[]`` means the bar is within ``tol``, or the budget is spent (``stop_reason`` says why).
+        """
+        start = time.perf_counter()
+        try:
+            return self._plan(tol)
+        finally:
+            self.time += time.perf_counter() - start
+
+    def _plan(self, tol):
+        if not self.fits:
+            return self._search(self.n_starts)
+        if self.ladders is None:
+            # Two halves of the starts that disagree on the best mode by more than that share of tol: more
+            # starts, before any chain runs from a reference a better mode would replace.
+            if tol is not None and self.mode_error > _SEARCH_SHARE * tol and self.bounds.size < self.max_starts \
+                    and not self._out_of_time():
+                return self._search(min(2 * self.bounds.size, self.max_starts) - self.bounds.size)
+            seeds = self.rng.randint(0, 2**31 - 1, size=2)
+            self.ladders = [_Ladder(self, seed) for seed in seeds]
+            s = self.settings
+            self._next = "half"  # the first check needs every chain split in halves: n_keep in two runs
+            return [p for ladder in self.ladders
+                    for p in ladder.start(s["n_temperatures"], s["n_burnin"], max(s["n_keep"] // 2, 2))]
+        if self._next == "half":
+            self._next = "estimate"
+            return [p for ladder in self.ladders for p in ladder.lengthen()]
+        if tol is None or self.error <= tol:
+            self.stop_reason = "tol is None: one round" if tol is None else f"the error bar is below tol={tol:g}"
+            return []
+        mode = self.mode_error
+        chains = math.sqrt(self.mc**2 + self.lag**2 + self.quad**2)
+        # What the chains' own pieces must reach for the whole bar to be within tol.
+        ti_target = math.sqrt(tol**2 - mode**2) if mode < _SEARCH_SHARE * tol else None
+        if ti_target is None and chains <= mode and self.bounds.size >= self.max_starts:
+            self.stop_reason = (f"{self.bounds.size} starts of the reference's fit found best modes {mode:.3g} "
+                                "nats apart, so the posterior has modes no chain here visits (a better one raises "
+                                "the evidence), and longer chains cannot lower that")
+            return []
+        if self._out_of_time():
+            self.stop_reason = f"max_time={self.max_time:g} s would be exceeded"
+            return []
+        if self.max_refinements is not None and self.n_refinements >= self.max_refinements:
+            self.stop_reason = f"max_refinements={self.max_refinements} steps have run"
+            return []
+        self.n_refinements += 1
+        if ti_target is None and chains <= mode:
+            return self._search(min(2 * self.bounds.size, self.max_starts) - self.bounds.size)
+        self._next = "estimate"
+        step = "refine" if self.quad > max(self.mc, self.lag) else "lengthen"
+        return [p for ladder in self.ladders for p in getattr(ladder, step)()]
+
+    def _out_of_time(self):
+        # The next step costs about what has been spent so far.
+        return self.max_time is not None and 2.0 * self.time > self.max_time
+
+    @property
+    def error(self):
+        """The error bar: the root sum of squares of its four pieces."""
+        return math.sqrt(self.mc**2 + self.lag**2 + self.quad**2 + self.mode_error**2)
+
+    def finish(self, results):
+        """Take in the results of the step's pieces (a search's fits, or the chains' gradient counts)."""
+        start = time.perf_counter()
+        if self._next == "searched":
+            first = not self.fits
+            previous = None if first else self.best_bound
+            self.fits += results
+            if first or self.bounds.max() > previous:
+                self._take_reference()  # a better mode: the ladders start again from it
+            self._next = None
+        else:
+            self.n_grad = getattr(self, "n_grad", 0) + sum(results)
+            if self._next == "estimate":
+                self._estimate()
+        self.time += time.perf_counter() - start
+
+    def _estimate(self):
+        parts = [ladder.estimate() for ladder in self.ladders]
+        self.value = 0.5 * (parts[0][0] + parts[1][0])
+        # Batch means within the chains, checked by the two ladders' spread.
+        self.mc = max(0.5 * math.hypot(parts[0][1], parts[1][1]), 0.5 * abs(parts[0][0] - parts[1][0]))
+        # A lagging chain drifts: its first half is further off than the whole, by about as much as the whole
+        # is (bias ~ 1/length).
+        self.lag = abs(self.value - 0.5 * (parts[0][2] + parts[1][2]))
+        ladder = self.ladders[0]
+        K = ladder.temperatures.size - 1
+        self.U_mean = 0.5 * (parts[0][3] + parts[1][3])
+        self.quad = abs(self.value - 2.0 * float(simpson_weights(K // 2) @ (self.U_mean * ladder.dt)[::2])) / 15.0
+        self.parts = parts
+        self.rounds.append(dict(n_temperatures=K, n_keep=ladder.n_kept, log_evidence=self.value, error=self.error,
+                                mc=self.mc, lag=self.lag, quad=self.quad, mode=self.mode_error, n_grad=self.n_grad,
+                                time=self.time))
+
+    @property
+    def estimated(self):
+        return bool(self.rounds) and self._next == "estimate"
+
+    def summary(self):
+        """One line: the estimate, its error bar and its pieces."""
+        K, n = self.rounds[-1]["n_temperatures"], self.rounds[-1]["n_keep"]
+        return (f"rank {self.n_components}, {K} temperatures, {n} draws each: {self.value:.2f} ± {self.error:.2f} "
+                f"(Monte Carlo {self.mc:.2f}, lag {self.lag:.2f}, quadrature {self.quad:.2f}, mode search "
+                f"{self.mode_error:.2f} from {self.bounds.size} starts), {self.time:.1f} s")
+
+    def result(self, tol, likelihood, warn=True):
+        """The :class:`~skevidence.evidence.EvidenceResult` of the run; warns if ``tol`` was not reached."""
+        converged = tol is not None and self.error <= tol
+        if warn and tol is not None and not converged:
+            warnings.warn(
+                f"Referenced TI at rank {self.n_components} stopped at an error bar of {self.error:.3g} nats, "
+                f"above tol={tol:g}, because {self.stop_reason}; the estimate {self.value:.6g} may be off by more "
+                "than tol. " + ("A longer search for the reference (max_starts, max_time) may find a better mode."
+                                if "modes" in (self.stop_reason or "") else "Raise max_time or max_refinements (or "
+                                                                            "tol)."),
+                ConvergenceWarning, stacklevel=3,
+            )
+        data, ladders, n_kept = self.data, self.ladders, self.ladders[0].n_kept
+        offsets = data.offsets
+        posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (2.0 * n_kept)
+        K = ladders[0].temperatures.size - 1
+        diagnostics = dict(
+            ladders=(self.parts[0][0], self.parts[1][0]), mc_error=self.mc, lag_error=self.lag,
+            quadrature_error=self.quad, mode_error=self.mode_error, reference_starts=int(self.bounds.size),
+            reference_mean=self.alpha / self.beta, elbo=float(self.U_mean[0]),
+            reference_bound=float(self.best_bound), reference_bounds=self.bounds,
+            acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
+            step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
+            stop_reason=self.stop_reason, likelihood=likelihood,
+            likelihood_shape=data.kappa if data.kappa > 0.0 else None, noise_floor=data.floor,
+            reference_fit="vb" if data.kappa == 0.0 else "laplace", rounds=tuple(self.rounds),
+            n_temperatures=K, n_keep=n_kept,
+        )
+        size = data.X.size if data.dense2 else data.vals.size
+        return EvidenceResult(
+            log_evidence=self.value, std_error=self.error, method="rti", temperatures=ladders[0].temperatures,
+            expected_log_likelihood=self.U_mean, expected_log_likelihood_std=np.zeros_like(self.U_mean),
+            n_likelihood_evaluations=self.n_grad * size, wall_time=self.time, diagnostics=diagnostics,
+            posterior_mean=[posterior_mean[offsets[m]:offsets[m + 1]] for m in range(len(data.shape))],
+        )
+
+
 def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", likelihood_shape=1.0,
                                noise_floor=0.0, tol=DEFAULT_TOL, n_temperatures=RTI_DEFAULTS["n_temperatures"],
                                n_burnin=RTI_DEFAULTS["n_burnin"], n_keep=RTI_DEFAULTS["n_keep"],
@@ -183,11 +416,12 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     r"""Log-evidence of a CP model (NMF for a matrix) by referenced TI with Metropolis-adjusted HMC.
 
     The entries are Poisson (the papers' model), or exponential or Gamma of
-    mean :math:`V` (``likelihood``; densities of power spectrograms, whose
-    maximum likelihood is Itakura–Saito NMF, Févotte, Bertin and Durrieu
-    2009). The reference ``q`` is mean-field VB for Poisson
-    (:func:`variational_reference`) and a Laplace fit in
-    :math:`\log\theta` otherwise (:func:`laplace_reference`).
+    mean :math:`V + f` (``likelihood``, ``noise_floor``: densities of power
+    spectrograms, whose maximum likelihood is Itakura–Saito NMF; Févotte,
+    Bertin and Durrieu 2009). The reference ``q`` is mean-field VB for
+    Poisson (:func:`~skevidence.cp.variational_reference`) and a Laplace fit
+    in :math:`\log\theta` otherwise (:func:`~skevidence.cp.laplace_reference`),
+    each at the best posterior mode its starts found.
 
     Parameters
     ----------
@@ -198,41 +432,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
         Rank :math:`R`.
     prior_rates : float or sequence of float, default=1.0
         Rate of the exponential prior of every mode's factor.
-    n_temperatures : int, default=16
-        Intervals :math:`K` of the ladder (even; the budget loop may double it).
-    n_burnin, n_keep : int, default=200, 400
-        HMC iterations a temperature spends adapting the step size, and keeps
-        in the first round (run in two halves: the lag check compares them).
-    n_leapfrog : int, default=10
-        Leapfrog steps per HMC iteration.
-    n_starts : int, default=8
-        Random starts of the reference's fit (variational or Laplace); the
-        best bound is kept. Two halves of the starts are two independent
-        searches for the posterior's best mode; while their best bounds differ
-        by more than ``tol / sqrt(2)`` the starts are doubled (the chains then
-        have at least that share of ``tol`` left).
-    max_starts : int, default=64
-        Most starts of the reference's fit.
-    tol : float or None, default=1.0
-        Target error bar in nats; ``None`` runs the first round only.
-    max_time : float or None, default=None
-        Seconds after which no further refinement starts.
-    max_refinements : int or None, default=8
-        Most refinement steps after the first round (each lengthens the
-        chains or halves the ladder's spacing, doubling the work so far);
-        ``None``: no cap. A deterministic bound on the work, reached only
-        when ``tol`` is far below what the data allow (for example Poisson
-        magnitudes at a 16-bit scale, whose log-evidences are millions of
-        nats).
-    n_jobs : int, default=2
-        Threads for the two ladders and for the reference's random starts
-        (at most two ladders run at a time; the result does not depend on it).
-    init : sequence of ndarray, default=()
-        Factors of lower ranks, each ``(sum of the mode sizes, R')`` stacked
-        (for example an earlier result's ``diagnostics["reference_mean"]``):
-        half the reference's first starts split their components.
     likelihood : {"poisson", "exponential", "gamma"}, default="poisson"
-        Density of an entry given its mean :math:`V`.
+        Density of an entry given its mean.
     likelihood_shape : float, default=1.0
         Shape :math:`\kappa` of the Gamma likelihood (``likelihood="gamma"`` only).
     noise_floor : float, default=0.0
@@ -240,6 +441,37 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
         entry's mean is :math:`V + f` (see
         :class:`~skevidence.audio.SpectrogramTransformer`'s ``noise_floor_``).
         Data with exact zeros need one under the exponential likelihood.
+    tol : float or None, default=1.0
+        Target error bar in nats; ``None`` runs the first round only.
+    n_temperatures : int, default=16
+        Intervals :math:`K` of the ladder (a multiple of 4; refinement may double it).
+    n_burnin, n_keep : int, default=200, 400
+        HMC iterations a temperature spends adapting the step size, and keeps
+        in the first round (run in two halves: the lag check compares them).
+    n_leapfrog : int, default=10
+        Leapfrog steps per HMC iteration.
+    n_starts : int, default=8
+        Starts of the reference's fit (its posterior mode by multiplicative
+        updates, then the variational or Laplace fit there); the best bound
+        is kept. Two halves of the starts are two independent searches for
+        the posterior's best mode; while their best bounds differ by more
+        than ``tol / sqrt(2)`` the starts are doubled (the chains then have at
+        least that share of ``tol`` left).
+    max_starts : int, default=64
+        Most starts of the reference's fit.
+    max_refinements : int or None, default=8
+        Most refinement steps after the first round (each lengthens the
+        chains, halves the ladder's spacing or doubles the starts, doubling
+        the work so far); ``None``: no cap. A deterministic bound on the work.
+    max_time : float or None, default=None
+        Seconds after which no further refinement starts.
+    n_jobs : int, default=2
+        Threads that run the starts and the ladders' pieces (the result does
+        not depend on it).
+    init : sequence of ndarray, default=()
+        Factors of lower ranks, each ``(sum of the mode sizes, R')`` stacked
+        (for example an earlier result's ``diagnostics["reference_mean"]``):
+        half the reference's first starts split their components.
     random_state : int, RandomState instance or None
     verbose : int, default=0
 
@@ -250,14 +482,14 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
         quadrature and mode search). ``diagnostics`` holds ``"ladders"`` (the
         two ladders' estimates), ``"mc_error"``, ``"lag_error"``,
         ``"quadrature_error"``, ``"mode_error"``, ``"reference_starts"``,
-        ``"elbo"`` (the integrand at :math:`t = 0`), ``"reference_bound"`` (the
-        best start's ELBO, or Laplace value for the Gamma likelihoods) and
-        ``"reference_bounds"`` (every start's), ``"acceptance"``, ``"step_size"``,
-        ``"converged"``, ``"tol"``, ``"stop_reason"`` (why the budget
-        loop stopped, in words), ``"rounds"`` (every check: budget,
-        estimate, pieces, time) and the final ``"n_temperatures"`` and
-        ``"n_keep"``. ``posterior_mean`` is the list of the factors'
-        posterior means, mode by mode.
+        ``"reference_mean"`` (the factors' means under ``q``, stacked),
+        ``"elbo"`` (the integrand at :math:`t = 0`), ``"reference_bound"``
+        (the best start's ELBO, or Laplace value for the Gamma likelihoods)
+        and ``"reference_bounds"`` (every start's), ``"acceptance"``,
+        ``"step_size"``, ``"converged"``, ``"tol"``, ``"stop_reason"``,
+        ``"rounds"`` (every check: budget, estimate, pieces, time) and the
+        final ``"n_temperatures"`` and ``"n_keep"``. ``posterior_mean`` is the
+        list of the factors' posterior means, mode by mode.
 
     Examples
     --------
@@ -269,105 +501,19 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     >>> bool(result.std_error <= 1.0)
     True
     """
-    start = time.perf_counter()
     _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,
                     max_time, max_refinements)
-    kappa = likelihood_kappa(likelihood, likelihood_shape)
-    data = as_data(X, kappa, noise_floor)
-    rng = check_random_state(random_state)
-    rates = _row_rates(prior_rates, data.shape)
-
-    def out_of_time():
-        # The next step costs about what has been spent so far.
-        return max_time is not None and 2.0 * (time.perf_counter() - start) > max_time
-
-    best_bound, alpha, beta, bounds, mode = search_reference(
-        vb_fit if kappa == 0.0 else laplace_fit, data, n_components, prior_rates, n_starts,
-        max(n_starts, max_starts), tol, out_of_time, rng, n_jobs, init)
-    # What the chains' own pieces must reach for the whole bar to be within tol; a mode error at or
-    # above tol is not lowered by longer chains, which then need only be well below it.
-    ti_target = None if tol is None else (math.sqrt(tol**2 - mode**2) if mode < tol else mode)
-    ladders = [_Ladder(data, alpha, beta, rates, seed) for seed in rng.randint(0, 2**31 - 1, size=2)]
-
-    def both(step, *args):
-        # The two ladders run side by side, one a thread (the kernel releases
-        # the GIL); one BLAS thread each, or they would fight over the cores.
-        with threadpool_limits(1):
-            Parallel(n_jobs=min(n_jobs, 2), backend="threading")(delayed(getattr(ladder, step))(*args)
-                                                                 for ladder in ladders)
-
-    # The first check needs every chain split in halves: n_keep in two runs.
-    both("start", n_temperatures, n_burnin, max(n_keep // 2, 2), n_leapfrog)
-    both("lengthen")
-    rounds, reason = [], "tol is None: one round"
-    while True:
-        parts = [ladder.estimate() for ladder in ladders]
-        estimate = 0.5 * (parts[0][0] + parts[1][0])
-        # Batch means within the chains, checked by the two ladders' spread.
-        mc = max(0.5 * math.hypot(parts[0][1], parts[1][1]), 0.5 * abs(parts[0][0] - parts[1][0]))
-        # A lagging chain drifts: its first half is further off than the whole,
-        # by about as much as the whole is (bias ~ 1/length).
-        lag = abs(estimate - 0.5 * (parts[0][2] + parts[1][2]))
-        K = ladders[0].temperatures.size - 1
-        mean_g = 0.5 * (parts[0][3] + parts[1][3]) * ladders[0].dt
-        quad = abs(estimate - 2.0 * float(simpson_weights(K // 2) @ mean_g[::2])) / 15.0
-        err_chains = math.sqrt(mc**2 + lag**2 + quad**2)
-        err = math.hypot(err_chains, mode)
-        n_kept = ladders[0].n_kept
-        rounds.append(dict(n_temperatures=K, n_keep=n_kept, log_evidence=estimate, error=err, mc=mc, lag=lag,
-                           quad=quad, mode=mode, n_grad=sum(ladder.n_grad for ladder in ladders),
-                           time=time.perf_counter() - start))
-        if verbose:
-            print(f"[rti] rank {n_components}, {K} temperatures, {n_kept} draws each: {estimate:.2f} ± {err:.2f} "
-                  f"(Monte Carlo {mc:.2f}, lag {lag:.2f}, quadrature {quad:.2f}, mode search {mode:.2f} from "
-                  f"{bounds.size} starts), {time.perf_counter() - start:.1f} s", flush=True)
-        converged = tol is not None and err <= tol
-        if converged:
-            reason = f"the error bar is below tol={tol:g}"
-        if tol is None or converged:
-            break
-        if err_chains <= ti_target:
-            reason = (f"{bounds.size} starts of the reference's fit found best modes {mode:.3g} nats apart, "
-                      f"so the posterior has modes no chain here visits (a better one raises the evidence), "
-                      f"and longer chains cannot lower that")
-            break
-        if out_of_time():
-            reason = f"max_time={max_time:g} s would be exceeded"
-            break
-        if max_refinements is not None and len(rounds) > max_refinements:
-            reason = f"max_refinements={max_refinements} steps have run"
-            break
-        both("refine" if quad > max(mc, lag) else "lengthen")
-    if tol is not None and not converged:
-        warnings.warn(
-            f"Referenced TI at rank {n_components} stopped at an error bar of {err:.3g} nats, above "
-            f"tol={tol:g}, because {reason}; the estimate {estimate:.6g} may be off by more than tol. "
-            + ("A longer search for the reference (max_starts, max_time) may find a better mode."
-               if err_chains <= ti_target else "Raise max_time or max_refinements (or tol)."),
-            ConvergenceWarning, stacklevel=2,
-        )
-    offsets = data.offsets
-    posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (2.0 * n_kept)
-    factors = [posterior_mean[offsets[m]:offsets[m + 1]] for m in range(len(data.shape))]
-    U_mean = 0.5 * (parts[0][3] + parts[1][3])
-    diagnostics = dict(
-        ladders=(parts[0][0], parts[1][0]), mc_error=mc, lag_error=lag, quadrature_error=quad, mode_error=mode,
-        reference_starts=int(bounds.size), reference_mean=alpha / beta,
-        elbo=float(U_mean[0]), reference_bound=float(best_bound), reference_bounds=bounds,
-        acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
-        step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
-        stop_reason=reason,
-        likelihood=likelihood, likelihood_shape=kappa if kappa > 0.0 else None,
-        reference_fit="vb" if kappa == 0.0 else "laplace",
-        rounds=tuple(rounds), n_temperatures=K, n_keep=n_kept,
-    )
-    size = data.X.size if data.dense2 else data.vals.size
-    return EvidenceResult(
-        log_evidence=estimate, std_error=err, method="rti", temperatures=ladders[0].temperatures,
-        expected_log_likelihood=U_mean, expected_log_likelihood_std=np.zeros_like(U_mean),
-        n_likelihood_evaluations=rounds[-1]["n_grad"] * size, wall_time=time.perf_counter() - start,
-        diagnostics=diagnostics, posterior_mean=factors,
-    )
+    data = as_data(X, likelihood_kappa(likelihood, likelihood_shape), noise_floor)
+    run = RankRun(data, n_components, prior_rates, n_temperatures=n_temperatures, n_burnin=n_burnin, n_keep=n_keep,
+                  n_leapfrog=n_leapfrog, n_starts=n_starts, max_starts=max_starts, max_refinements=max_refinements,
+                  max_time=max_time, init=init, random_state=random_state)
+    while pieces := run.plan(tol):
+        start = time.perf_counter()
+        run.finish(run_pieces(pieces, n_jobs))
+        run.time += time.perf_counter() - start
+        if verbose and run.estimated:
+            print(f"[rti] {run.summary()}", flush=True)
+    return run.result(tol, likelihood)
 
 
 def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,

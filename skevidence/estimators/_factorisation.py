@@ -83,7 +83,11 @@ class CPEstimatorMixin:
     def _fit(self, X):
         """Validate ``X``, estimate its evidence, set the fitted attributes; returns ``self``."""
         X = self._validate_input(self, X, reset=True)
-        self.result_ = self._log_evidence(X)
+        return self._set_fitted(X, self._log_evidence(X))
+
+    def _set_fitted(self, X, result):
+        """The fitted attributes from the :class:`~skevidence.EvidenceResult` of the validated ``X``."""
+        self.result_ = result
         self.log_evidence_ = self.result_.log_evidence
         self.log_evidence_std_ = self.result_.std_error
         self.prior_rates_ = tuple(np.broadcast_to(self._prior_rates(X), (len(X.shape),)).astype(float))

@@ -1,18 +1,28 @@
-"""What the rank selectors share: check the ranks, search them, expose the result."""
+"""What the rank selectors share: check the ranks, choose among them, expose the result."""
 
 import inspect
+import os
 from numbers import Integral, Real
 
+import joblib
 import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import DECISION_Z, SCREEN_TOL_FACTOR, SELECTOR_SCREEN
+from .._config import SELECTOR_SCREEN
+from ..cp.likelihood import likelihood_kappa
+from ..cp.reference import as_data
+from ..cp.rti import referenced_ti_log_evidence
+from ..cp.select import decision, in_the_running, select_rank
 from ..evidence._result import ERROR_PIECES
+from ._methods import method_kwargs
 from .search import EvidenceGridSearch
 
-__all__ = ["RankSelectorMixin", "in_the_running", "selector_constraints"]
+__all__ = ["RankSelectorMixin", "selector_constraints"]
+
+#: What the selector passes to every rank's referenced TI itself.
+_OWN = ("likelihood", "likelihood_shape", "noise_floor", "tol", "random_state", "verbose", "n_jobs", "init")
 
 
 def selector_constraints(model_class, own):
@@ -26,23 +36,16 @@ def selector_constraints(model_class, own):
     }
 
 
-def in_the_running(scores, stds):
-    """Which candidates are within ``DECISION_Z`` combined error bars of the best (failed ones are not)."""
-    ok = np.isfinite(scores)
-    if not ok.any():
-        return ok
-    best = int(np.argmax(np.where(ok, scores, -np.inf)))
-    combined = np.sqrt(np.nan_to_num(stds, nan=0.0) ** 2 + np.nan_to_num(stds[best], nan=0.0) ** 2)
-    return ok & (scores[best] - scores <= DECISION_Z * combined)
-
-
 class RankSelectorMixin:
-    """An :class:`EvidenceGridSearch` over the rank of a model estimator.
+    """The rank of a model estimator chosen by the evidence.
 
     Subclasses set ``_model_class``; every parameter the selector shares with
     it (by name; ``verbose`` is the selector's own, its models get one level
-    less) is handed to every model. ``fit`` validates ``X`` as the model does
-    and copies the best model's fitted factors.
+    less) is handed to every model. With ``method="rti"`` the ranks are
+    screened and the contenders refined until the choice is decided
+    (:func:`~skevidence.cp.select.select_rank`); the other methods fit every
+    rank once (an :class:`EvidenceGridSearch`). ``fit`` validates ``X`` as the
+    model does and copies the best model's fitted factors.
     """
 
     _model_class = None
@@ -68,84 +71,80 @@ class RankSelectorMixin:
             raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
         return ranks
 
-    def _base_model(self):
+    def _model(self, rank=None):
+        """The model estimator with the selector's shared parameters (of rank ``rank``)."""
         model = self._model_class
-        shared = set(inspect.signature(model).parameters) & set(inspect.signature(type(self)).parameters)
-        params = {name: getattr(self, name) for name in shared - {"verbose"}}
+        names = set(model._parameter_constraints) & set(self.get_params(deep=False)) - {"verbose"}
+        params = {name: getattr(self, name) for name in names}
+        if rank is not None:
+            params[model._rank_param] = int(rank)
         return model(**params, verbose=max(0, self.verbose - 1))
 
-    def _search(self, base, ranks, X):
-        return EvidenceGridSearch(
-            base, {self._model_class._rank_param: [int(r) for r in ranks]}, n_jobs=self.n_jobs,
+    def _n_threads(self):
+        return os.cpu_count() or 1 if self.n_jobs is None else joblib.effective_n_jobs(self.n_jobs)
+
+    def _select_rti(self, X, ranks):
+        """Screen every rank, refine the contenders (:func:`~skevidence.cp.select.select_rank`)."""
+        base = self._model()
+        settings = {**SELECTOR_SCREEN, **method_kwargs(base, referenced_ti_log_evidence, reserved=_OWN)}
+        defaults = {name: p.default for name, p in inspect.signature(referenced_ti_log_evidence).parameters.items()}
+        settings = {name: settings.get(name, defaults[name]) for name in
+                    ("n_temperatures", "n_burnin", "n_keep", "n_leapfrog", "n_starts", "max_starts",
+                     "max_refinements", "max_time")}
+        data = as_data(X, likelihood_kappa(base.likelihood, base.likelihood_shape), base.noise_floor)
+        checkpoint = None
+        if self.memory is not None:
+            location = getattr(self.memory, "location", self.memory)
+            key = joblib.hash((X, ranks, base.get_params(), self.random_state))
+            os.makedirs(location, exist_ok=True)
+            checkpoint = os.path.join(location, f"skevidence-rank-selection-{key}.pkl")
+        runs, errors = select_rank(
+            data, [int(r) for r in ranks], lambda R: self._model(R)._prior_rates(X), tol=base.tol, settings=settings,
+            n_jobs=self._n_threads(), random_state=self.random_state, verbose=self.verbose, checkpoint=checkpoint,
+        )
+        if errors and self.error_score == "raise":
+            raise RuntimeError(f"rank {ranks[min(errors)]} failed: {errors[min(errors)]}")
+        rows, results = [], {}
+        values = [np.nan if i in errors or not run.estimated else run.value for i, run in enumerate(runs)]
+        running = in_the_running(values, [np.nan if np.isnan(v) else run.error for v, run in zip(values, runs)])
+        for i, run in enumerate(runs):
+            failed = np.isnan(values[i])
+            if not failed:
+                # A rank out of the running was never meant to reach tol: no warning for it.
+                results[i] = run.result(base.tol, base.likelihood, warn=bool(running[i]))
+            rows.append(dict(
+                log_evidence=float(self.error_score) if failed else run.value,
+                std=np.nan if failed else run.error, fit_time=run.time, score_time=0.0,
+                error=errors.get(i, ""), tol=base.tol,
+                **{key: np.nan if failed else float(results[i].diagnostics[key]) for key in ERROR_PIECES},
+            ))
+        return rows, results
+
+    def _select_grid(self, X, ranks):
+        """Every rank fitted once by the model's method (an :class:`EvidenceGridSearch`)."""
+        search = EvidenceGridSearch(
+            self._model(), {self._model_class._rank_param: [int(r) for r in ranks]}, n_jobs=self.n_jobs,
             error_score=self.error_score, verbose=self.verbose, memory=self.memory,
         ).fit(X)
+        res = search.cv_results_
+        rows = [dict(log_evidence=float(res["mean_test_score"][j]), std=float(res["std_log_evidence"][j]),
+                     fit_time=float(res["mean_fit_time"][j]), score_time=float(res["mean_score_time"][j]),
+                     error=res["error"][j], tol=np.nan, **{key: float(res[key][j]) for key in ERROR_PIECES})
+                for j in range(len(ranks))]
+        return rows, {search.best_index_: search.best_estimator_}
 
     def _search_ranks(self, X):
-        """Fit a model of every rank on ``X``; set the fitted attributes.
-
-        With ``method="rti"`` and a ``tol`` every rank is first estimated by
-        a short round of its chains with no tolerance (a screen,
-        ``SELECTOR_SCREEN`` unless ``method_params`` sets the chains); then,
-        at ``SCREEN_TOL_FACTOR * tol`` and with the tolerance halved pass
-        after pass down to ``tol``, the ranks still in the running (within
-        ``DECISION_Z`` combined error bars of the best) are estimated again,
-        so the budget goes where the decision is open.
-        ``cv_results_["tol"]`` is the tolerance each rank last ran at (``inf``
-        for the screen alone) and ``cv_results_["within_tol"]`` whether its
-        error bar is within ``tol``.
-        """
+        """Choose the rank of ``X``; set the fitted attributes."""
         X = self._model_class._validate_input(self, X, reset=True)
         ranks = self._check_ranks()
-        base = self._base_model()
-        if base.method == "rti":
-            base.set_params(method_params={**SELECTOR_SCREEN, **(base.method_params or {})})
-        staged = base.method == "rti" and base.tol is not None and ranks.size > 1
-        if staged:
-            levels = [np.inf] + [base.tol * SCREEN_TOL_FACTOR / 2**k
-                                 for k in range(int(np.log2(SCREEN_TOL_FACTOR)) + 1)]
-            # The last level again, should a rank enter the running late.
-            levels += [levels[-1]] * ranks.size
-        else:
-            levels = [np.inf]
-        rows, estimators = {}, {}
-        reached = np.full(ranks.size, np.inf)
-        fitted = np.zeros(ranks.size, dtype=bool)
-        # A refit repeats a rank's last run (same seed) before it lengthens it, and lengthens it only if twice
-        # the time spent fits in max_time: otherwise it would return the same estimate again.
-        last_time = np.zeros(ranks.size)
-        max_time = base.method_params.get("max_time") if staged else None
-        for level in levels:
-            scores = np.array([rows[i]["log_evidence"] if i in rows and not rows[i]["error"] else np.nan
-                               for i in range(ranks.size)])
-            stds = np.array([np.nan_to_num(rows[i]["std"], nan=0.0) if i in rows else np.nan
-                             for i in range(ranks.size)])
-            # Every rank once; then the ranks still in the running whose error bar is above this pass's tolerance.
-            again = (stds > level) & (reached > level) & (stds <= reached)
-            if max_time is not None:
-                again &= 2.0 * last_time <= max_time
-            todo = [int(i) for i in np.flatnonzero(~fitted | (in_the_running(scores, stds) & again))]
-            if not todo:
-                continue
-            model = clone(base).set_params(tol=level if np.isfinite(level) else None) if staged else base
-            search = self._search(model, ranks[todo], X)
-            res = search.cv_results_
-            for j, i in enumerate(todo):
-                previous = rows.get(i)
-                rows[i] = dict(
-                    log_evidence=float(res["mean_test_score"][j]), std=float(res["std_log_evidence"][j]),
-                    fit_time=float(res["mean_fit_time"][j]) + (previous["fit_time"] if previous else 0.0),
-                    score_time=float(res["mean_score_time"][j]), error=res["error"][j], tol=level,
-                    **{key: float(res[key][j]) for key in ERROR_PIECES},
-                )
-                estimators[i] = search.best_estimator_ if j == search.best_index_ else estimators.get(i)
-                reached[i] = level
-                fitted[i] = True
-                last_time[i] = float(res["mean_fit_time"][j])
+        rows, fitted = self._select_rti(X, ranks) if self.method == "rti" else self._select_grid(X, ranks)
         params = [{self._model_class._rank_param: int(r)} for r in ranks]
-        results = EvidenceGridSearch._format_evidence_results(params, [rows[i] for i in range(ranks.size)])
-        results["tol"] = np.array([rows[i]["tol"] if staged else np.nan for i in range(ranks.size)])
-        if base.tol is not None:
-            results["within_tol"] = results["std_log_evidence"] <= base.tol
+        results = EvidenceGridSearch._format_evidence_results(params, rows)
+        results["tol"] = np.array([np.nan if row["tol"] is None else row["tol"] for row in rows], dtype=float)
+        self.decided_, status, self.decision_ = decision(ranks, results["mean_test_score"], results["std_log_evidence"])
+        results["status"] = status
+        if self.tol is not None:
+            results["within_tol"] = results["std_log_evidence"] <= self.tol
         self.cv_results_ = results
         self.ranks_ = ranks
         self.log_evidence_ = results["mean_test_score"]
@@ -154,19 +153,18 @@ class RankSelectorMixin:
         self.errors_ = {int(r): e for r, e in zip(ranks, results["error"]) if e}
         best = int(results["rank_test_score"].argmin())
         self.best_rank_ = int(ranks[best])
-        if estimators.get(best) is None:
-            # Only the best of each pass is kept; the overall best, refined last in a pass with worse ranks
-            # only, is that pass's best.
-            raise RuntimeError(f"internal error: the model of rank {self.best_rank_} was not kept.")
-        self.best_estimator_ = estimators[best]
-        self.decided_ = bool(np.sum(in_the_running(self.log_evidence_, self.log_evidence_std_)) == 1)
+        best_model = fitted[best]
+        if self.method == "rti":
+            model = clone(self._model(self.best_rank_))
+            best_model = model._set_fitted(model._validate_input(model, X, reset=True), best_model)
+        self.best_estimator_ = best_model
         name = self._model_class._fitted_factors
         setattr(self, name, getattr(self.best_estimator_, name))
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit the model of every rank and keep the one of largest evidence.
+        """Choose the rank of ``X`` by the evidence; keep the model of that rank.
 
         Parameters
         ----------

@@ -124,7 +124,8 @@ def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, 
 def fisher_pass(dense2, X, coords, F, offsets, kappa, floor, out):
     r"""Fill ``out`` with the Gamma likelihood's expected curvature in the factors.
 
-    That is :math:`\kappa\sum_e (\partial v_e/\partial F_{ir})^2 / v_e^2`, the diagonal of the Fisher information in the factors (the data enter
+    That is :math:`\kappa\sum_e (\partial v_e/\partial F_{ir})^2 / v_e^2`, the diagonal of the Fisher
+    information in the factors (the data enter
     through their positions only, :math:`E[x] = v`); ``coords`` list every
     entry unless ``dense2``.
     """

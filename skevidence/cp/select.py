@@ -1,0 +1,195 @@
+r"""Choose a CP model's rank by referenced TI: decide first, refine only what is undecided.
+
+Every rank is screened by one round of :class:`~skevidence.cp.rti.RankRun`
+(its reference's starts, then its two ladders). A rank whose log-evidence is
+more than ``DECISION_Z`` combined error bars below the best is out and is
+never refined. The ranks still in the running (the contenders) then take one
+refinement step each per pass (longer chains, a finer ladder or more starts,
+continuing what they have), until the best leads every other by
+``DECISION_Z`` combined bars, or every contender's bar is within ``tol``, or
+none can go further within its budget: then the choice is reported as not
+decided between the contenders, with their posterior probabilities.
+
+**Both cores on every rank.** A pass gathers the pieces of work of every rank
+it advances (every reference start, every ladder's runs of temperatures) and
+runs them on ``n_jobs`` threads, the costliest first. Decisions are taken
+between passes from the numbers alone, and every piece has a seed of its own,
+so the same ``random_state`` gives the same numbers for any ``n_jobs``.
+Reference searches run in rank order, so that half the starts of a rank
+split the components of the best fit of the rank below.
+
+**Resumable.** With a ``checkpoint`` path every pass's state is saved there;
+a call with the same data and settings continues from the last saved pass.
+"""
+
+import math
+import os
+import time
+
+import joblib
+import numpy as np
+from scipy.special import softmax
+
+from .._config import DECISION_Z
+from .._random import seed_sequence
+from .rti import RankRun, run_pieces
+
+__all__ = ["in_the_running", "select_rank"]
+
+
+def in_the_running(scores, stds):
+    """Which candidates are within ``DECISION_Z`` combined error bars of the best (failed ones are not)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    ok = np.isfinite(scores)
+    if not ok.any():
+        return ok
+    stds = np.nan_to_num(np.asarray(stds, dtype=np.float64), nan=0.0)
+    best = int(np.argmax(np.where(ok, scores, -np.inf)))
+    return ok & (scores[best] - scores <= DECISION_Z * np.sqrt(stds**2 + stds[best] ** 2))
+
+
+class _Ranks:
+    """The runs of every rank, the failures, and the passes so far (what a checkpoint holds)."""
+
+    def __init__(self, runs):
+        self.runs = runs
+        self.errors = {}
+        self.passes = 0
+
+    def values(self):
+        return np.array([r.value if i not in self.errors and r.estimated else np.nan for i, r in enumerate(self.runs)])
+
+    def bars(self):
+        return np.array([r.error if i not in self.errors and r.estimated else np.nan for i, r in enumerate(self.runs)])
+
+
+def _run_pass(state, plans, n_jobs, report):
+    """Run the pieces the ``plans`` (rank index -> pieces) hold, costliest first; finish every rank's step."""
+    order = sorted(plans, key=lambda i: -state.runs[i].n_components)
+    pieces, owners = [], []
+    for i in order:
+        pieces += plans[i]
+        owners += [i] * len(plans[i])
+    start = time.perf_counter()
+    results = run_pieces([_guarded(piece) for piece in pieces], n_jobs)
+    elapsed = time.perf_counter() - start
+    for i in order:
+        mine = [res for res, owner in zip(results, owners) if owner == i]
+        failed = [res for res in mine if isinstance(res, Exception)]
+        run = state.runs[i]
+        if failed:
+            state.errors[i] = f"{type(failed[0]).__name__}: {failed[0]}"
+        else:
+            run.finish(mine)
+            # The threads' time, shared among the pieces by their count.
+            run.time += elapsed * len(mine) / max(len(pieces), 1)
+            if run.estimated:
+                report(run)
+
+
+def _guarded(piece):
+    def run():
+        try:
+            return piece()
+        except Exception as exc:  # a failing rank is recorded, the others go on
+            return exc
+    return run
+
+
+def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_state=None, verbose=0,
+                checkpoint=None):
+    """Screen every rank, then refine the contenders until the choice is decided (see the module).
+
+    Parameters
+    ----------
+    data : CPData
+        The prepared data.
+    ranks : sequence of int
+        The candidate ranks.
+    prior_rates : callable
+        ``prior_rates(rank)``: the prior rates of that rank.
+    tol : float or None
+        The error bar a contender is refined to; ``None``: the screen alone.
+    settings : dict
+        :class:`~skevidence.cp.rti.RankRun`'s settings.
+    n_jobs : int, default=1
+        Threads that run the pieces.
+    random_state : int, RandomState instance or None
+    verbose : int, default=0
+        ``>= 1``: a line each time a rank's estimate is updated.
+    checkpoint : str or None
+        A file to save every pass's state to, and to resume from.
+
+    Returns
+    -------
+    runs : list of RankRun
+        One a rank, in the order given.
+    errors : dict
+        Rank index -> the message of its failure.
+    """
+    seeds = [int(s.generate_state(1)[0]) for s in seed_sequence(random_state).spawn(len(ranks))]
+    state = None
+    if checkpoint is not None and os.path.exists(checkpoint):
+        state = joblib.load(checkpoint)
+    if state is None:
+        state = _Ranks([RankRun(data, int(R), prior_rates(int(R)), **settings, random_state=seed)
+                        for R, seed in zip(ranks, seeds)])
+
+    def report(run):
+        if verbose:
+            print(f"[select_rank] {run.summary()}", flush=True)
+
+    def save():
+        state.passes += 1
+        if checkpoint is not None:
+            joblib.dump(state, checkpoint)
+
+    by_rank = sorted(range(len(ranks)), key=lambda i: ranks[i])
+    if state.passes == 0:
+        # The references, rank after rank: half the starts of a rank split the best fit of the rank below.
+        below = None
+        for i in by_rank:
+            run = state.runs[i]
+            run.init = [below] if below is not None and run.n_components > below.shape[1] else []
+            _run_pass(state, {i: run.plan(None)}, n_jobs, report)
+            if i not in state.errors:
+                below = run.alpha / run.beta
+        save()
+    while state.passes < 3:  # the ladders' first round, in two halves
+        _run_pass(state, {i: state.runs[i].plan(None) for i in by_rank if i not in state.errors}, n_jobs, report)
+        save()
+    while tol is not None:
+        running = np.flatnonzero(in_the_running(state.values(), state.bars()))
+        if running.size <= 1:
+            break
+        plans = {int(i): state.runs[i].plan(tol) for i in running}
+        plans = {i: pieces for i, pieces in plans.items() if pieces}
+        if not plans:
+            break
+        _run_pass(state, plans, n_jobs, report)
+        save()
+    return state.runs, state.errors
+
+
+def decision(ranks, values, bars):
+    """``(decided, status, text)``: every rank's status ("chosen", "contender", "out", "failed") and a sentence."""
+    values = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(values)
+    running = in_the_running(values, bars)
+    best = int(np.argmax(np.where(ok, values, -np.inf)))
+    status = np.where(~ok, "failed", np.where(running, "contender", "out")).astype(object)
+    status[best] = "chosen"
+    others = [i for i in range(values.size) if i != best and ok[i]]
+    if not others:
+        return True, status, "decided: only one rank was estimated."
+    gaps = [(values[best] - values[i]) / math.hypot(bars[best], bars[i]) for i in others]
+    closest = others[int(np.argmin(gaps))]
+    if running.sum() == 1:
+        return True, status, (f"decided: the runner-up, rank {ranks[closest]}, is {values[best] - values[closest]:.1f} "
+                              f"nats below ({min(gaps):.1f} combined error bars).")
+    near = [i for i in np.flatnonzero(running)]
+    spread = values[best] - values[near].min()
+    probs = softmax(np.where(ok, values, -np.inf))
+    listed = ", ".join(f"{ranks[i]} ({probs[i]:.2f})" for i in near)
+    return False, status, (f"NOT decided: ranks {', '.join(str(ranks[i]) for i in near)} lie within {spread:.1f} nats "
+                           f"and {DECISION_Z:g} combined error bars of each other; posterior probabilities {listed}.")
