@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from scipy import sparse
 from scipy.special import softmax
+from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
@@ -135,12 +136,8 @@ def _dispatch_order(estimator, candidate_params):
 
 def _set_seeds(estimator, seed, searched):
     """Give every ``random_state`` (nested ones too) the same int seed, unless it is searched over."""
-    names = [
-        k
-        for k in estimator.get_params(deep=True)
-        if (k == "random_state" or k.endswith("__random_state")) and k not in searched
-    ]
-    return estimator.set_params(**{name: seed for name in names})
+    names = [k for k in estimator.get_params(deep=True) if k.split("__")[-1] == "random_state" and k not in searched]
+    return estimator.set_params(**dict.fromkeys(names, seed))
 
 
 class EvidenceGridSearch(BaseSearchCV):
@@ -293,12 +290,6 @@ class EvidenceGridSearch(BaseSearchCV):
         """Evaluate every candidate of ``param_grid``."""
         evaluate_candidates(ParameterGrid(self.param_grid))
 
-    def _candidate_seed(self):
-        random_state = self.estimator.get_params().get("random_state")
-        if isinstance(random_state, numbers.Integral):
-            return int(random_state)
-        return int(seed_sequence(random_state).generate_state(1)[0] & 0x7FFFFFFF)
-
     def fit(self, X, y=None, **fit_params):
         """Fit every candidate on all of ``X`` and rank them by log-evidence.
 
@@ -322,7 +313,11 @@ class EvidenceGridSearch(BaseSearchCV):
             # tensor; the search never indexes X, so such tensors pass as they are.
             X, y = indexable(X, y)
         base = clone(self.estimator)
-        seed = self._candidate_seed()
+        # One int seed for every candidate (see Notes).
+        seed = self.estimator.get_params().get("random_state")
+        if not isinstance(seed, numbers.Integral):
+            seed = seed_sequence(seed).generate_state(1)[0] & 0x7FFFFFFF
+        seed = int(seed)
         n_threads = threads_per_task(self.n_jobs)
         per_worker = dask_threads_per_task()
         fit = _fit_candidate
@@ -348,24 +343,22 @@ class EvidenceGridSearch(BaseSearchCV):
                 # report until it ends (P3's rank 256: 39 minutes of silence).
                 out = parallel(
                     delayed(_fit_and_evaluate)(
-                        i,
-                        fit,
-                        _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
-                        X,
-                        y,
-                        fit_params,
-                        self.error_score,
-                        n_threads,
-                        per_worker,
+                        i, fit, _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
+                        X, y, fit_params, self.error_score, n_threads, per_worker,
                     )
                     for i in order
-                )
+                )  # fmt: skip
                 batch = [None] * len(candidate_params)
                 report = progress(len(candidate_params), "EvidenceGridSearch", self.verbose, stream=sys.stdout)
                 try:
                     for i, res in out:
                         batch[i] = res
-                        report.update(1, self._describe(len(all_params) + i + 1, candidate_params[i], res))
+                        if res["error"]:
+                            text = f"failed ({res['error']})"
+                        else:
+                            text = f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}"
+                        number = len(all_params) + i + 1
+                        report.update(1, f"candidate {number} {candidate_params[i]}: {text} ({res['fit_time']:.2f} s)")
                 finally:
                     report.close()
                 all_params.extend(candidate_params)
@@ -402,20 +395,12 @@ class EvidenceGridSearch(BaseSearchCV):
         return self
 
     @staticmethod
-    def _describe(index, params, res):
-        if res["error"]:
-            text = f"failed ({res['error']})"
-        else:
-            text = f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}"
-        return f"candidate {index} {params}: {text} ({res['fit_time']:.2f} s)"
-
-    @staticmethod
     def _format_evidence_results(candidate_params, out):
         n = len(candidate_params)
         scores = np.array([o["log_evidence"] for o in out], dtype=np.float64)
         results = {"params": candidate_params}
         for name in sorted({k for p in candidate_params for k in p}):
-            column = np.ma.MaskedArray(np.empty(n, dtype=object), mask=True)
+            column = np.ma.masked_all(n, dtype=object)
             for i, params in enumerate(candidate_params):
                 if name in params:
                     column[i] = params[name]
@@ -435,9 +420,7 @@ class EvidenceGridSearch(BaseSearchCV):
         finite = np.isfinite(scores) & ~failed
         # Rank 1 = largest evidence; failed candidates share the last rank.
         order = np.where(finite, -scores, np.inf)
-        results["rank_test_score"] = (
-            np.searchsorted(np.sort(order), order, side="left") + 1
-        ).astype(np.int32)
+        results["rank_test_score"] = rankdata(order, method="min").astype(np.int32)
         probs = np.zeros(n)
         if finite.any():
             probs[finite] = softmax(scores[finite])
