@@ -21,25 +21,14 @@ def pcm_to_float(samples, dtype=np.float64):
     uses, are centred first: ``(x - 128) / 128``. Floats are kept as they are.
     """
     samples = np.asarray(samples)
-    kind = samples.dtype.kind
-    if kind == "f":
+    if samples.dtype.kind == "f":
         return samples.astype(dtype, copy=False)
-    if kind not in "iu":
+    if samples.dtype.kind not in "iu":
         raise TypeError(f"PCM samples must be integers or floats, got dtype {samples.dtype}.")
     half = 2.0 ** (8 * samples.dtype.itemsize - 1)
+    centre = half if samples.dtype.kind == "u" else 0.0
     # float64 holds every int32 exactly; the cast to a smaller dtype comes last.
-    out = samples.astype(np.float64)
-    if kind == "u":
-        out -= half
-    out /= half
-    return out.astype(dtype, copy=False)
-
-
-def _read_wav(path):
-    from scipy.io import wavfile
-
-    rate, data = wavfile.read(path)
-    return pcm_to_float(data), int(rate)
+    return ((samples.astype(np.float64) - centre) / half).astype(dtype, copy=False)
 
 
 def _read_soundfile(path, reason):
@@ -116,12 +105,7 @@ def load_audio(path, *, mono=True, dtype=np.float64):
     """
     if not isinstance(mono, (bool, np.bool_)):
         raise TypeError(f"mono must be True or False, got {mono!r}.")
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(
-            f"dtype must be a floating-point type such as np.float64, got {dtype!r}."
-        ) from exc
+    dtype = np.dtype(dtype)  # numpy names a dtype it does not know
     if dtype.kind != "f":
         raise TypeError(f"dtype must be a floating-point type such as np.float64, got {dtype}.")
     path = Path(os.fspath(path))
@@ -131,8 +115,11 @@ def load_audio(path, *, mono=True, dtype=np.float64):
         raise IsADirectoryError(f"'{path}' is a directory, not an audio file.")
 
     if path.suffix.lower() in _WAV_SUFFIXES:
+        from scipy.io import wavfile
+
         try:
-            data, rate = _read_wav(path)
+            rate, data = wavfile.read(path)
+            data = pcm_to_float(data)
         except ValueError as exc:
             # Compressed WAV encodings (ADPCM, mu-law...) are beyond scipy, not soundfile.
             try:

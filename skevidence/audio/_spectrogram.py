@@ -15,13 +15,6 @@ __all__ = ["SpectrogramTransformer"]
 INT16_FULL_SCALE = 2.0**15
 
 
-def _check_not_silent(S):
-    """``S``, or a ``ValueError`` if the spectrogram is all zeros: nothing to factorise or select."""
-    if not np.any(S):
-        raise ValueError("the spectrogram is all zeros (silent recording): nothing to factorise.")
-    return S
-
-
 class SpectrogramTransformer(TransformerMixin, BaseEstimator):
     r"""Magnitude spectrogram of one or several waveforms, frames as rows.
 
@@ -200,16 +193,6 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
 
     # -- set-up -------------------------------------------------------------
 
-    def _hop(self):
-        hop = self.n_fft // 2 if self.hop_length is None else int(self.hop_length)
-        if hop > self.n_fft:
-            raise ValueError(
-                f"hop_length={hop} exceeds n_fft={self.n_fft}: the samples between frames would "
-                "be skipped and the STFT could not be inverted. Use hop_length <= n_fft (None "
-                "gives n_fft // 2, 50% overlap)."
-            )
-        return hop
-
     def _window(self):
         n_fft, window = self.n_fft, self.window
         if isinstance(window, (str, tuple)):
@@ -238,11 +221,15 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
     def _check_settings(self):
         """Validate the parameters (fitted or not) and build the STFT."""
         self._validate_params()
+        hop = self.n_fft // 2 if self.hop_length is None else int(self.hop_length)
+        if hop > self.n_fft:
+            raise ValueError(
+                f"hop_length={hop} exceeds n_fft={self.n_fft}: the samples between frames would be skipped and the "
+                "STFT could not be inverted. Use hop_length <= n_fft (None gives n_fft // 2, 50% overlap)."
+            )
         fs = 1.0 if self.sample_rate is None else float(self.sample_rate)
         # phase_shift=None: each column is the plain rfft of its windowed frame.
-        return ShortTimeFFT(
-            self._window(), self._hop(), fs, fft_mode="onesided", mfft=self.n_fft, phase_shift=None
-        )
+        return ShortTimeFFT(self._window(), hop, fs, fft_mode="onesided", mfft=self.n_fft, phase_shift=None)
 
     # -- input --------------------------------------------------------------
 
@@ -293,8 +280,10 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         return [("the waveform X", self._check_waveform(X, "the waveform X"))]
 
     def _scale_factor(self, x, what):
+        if self.scale not in ("int16", "peak"):
+            return float(self.scale)
+        peak = np.max(np.abs(x))
         if self.scale == "int16":
-            peak = np.max(np.abs(x))
             if peak > 1.0:
                 warnings.warn(
                     f"{what} reaches {peak:g} in absolute value, but scale='int16' expects samples "
@@ -304,15 +293,10 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
                     stacklevel=3,
                 )
             return INT16_FULL_SCALE
-        if self.scale == "peak":
-            peak = np.max(np.abs(x))
-            if peak == 0:
-                raise ValueError(
-                    f"{what} is silent (all zeros): it cannot be normalised to its peak; drop it "
-                    "or use scale='int16'."
-                )
-            return INT16_FULL_SCALE / peak
-        return float(self.scale)
+        if peak == 0:
+            raise ValueError(f"{what} is silent (all zeros): it cannot be normalised to its peak; drop it or use "
+                             "scale='int16'.")
+        return INT16_FULL_SCALE / peak
 
     # -- API ----------------------------------------------------------------
 
@@ -368,7 +352,10 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             magnitude = np.abs(stft.stft(x)).T
             magnitude *= self._scale_factor(x, name)
             blocks.append(magnitude if self.power == 1 else magnitude**self.power)
-        return _check_not_silent(np.ascontiguousarray(np.vstack(blocks)))
+        S = np.ascontiguousarray(np.vstack(blocks))
+        if not np.any(S):
+            raise ValueError("the spectrogram is all zeros (silent recording): nothing to factorise.")
+        return S
 
     def stft(self, waveform):
         """Complex STFT of one waveform, with the framing of :meth:`transform`.
