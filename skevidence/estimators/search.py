@@ -1,5 +1,6 @@
 """Model selection by the evidence: every candidate fitted on all the data."""
 
+import math
 import numbers
 import os
 import sys
@@ -125,11 +126,8 @@ def _dispatch_order(estimator, candidate_params):
     names = getattr(final, "_cost_params", ())
 
     def cost(params):
-        total = 1.0
-        for key, value in params.items():
-            if key.rsplit("__", 1)[-1] in names and isinstance(value, numbers.Real):
-                total *= float(value)
-        return total
+        costly = [v for k, v in params.items() if k.split("__")[-1] in names and isinstance(v, numbers.Real)]
+        return math.prod(float(v) for v in costly)
 
     return sorted(range(len(candidate_params)), key=lambda i: -cost(candidate_params[i]))
 
@@ -265,18 +263,8 @@ class EvidenceGridSearch(BaseSearchCV):
     cv = None
     return_train_score = False
 
-    def __init__(
-        self,
-        estimator,
-        param_grid,
-        *,
-        n_jobs=None,
-        refit=True,
-        error_score=np.nan,
-        verbose=0,
-        pre_dispatch="2*n_jobs",
-        memory=None,
-    ):
+    def __init__(self, estimator, param_grid, *, n_jobs=None, refit=True, error_score=np.nan, verbose=0,
+                 pre_dispatch="2*n_jobs", memory=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.n_jobs = n_jobs
@@ -318,30 +306,25 @@ class EvidenceGridSearch(BaseSearchCV):
         if not isinstance(seed, numbers.Integral):
             seed = seed_sequence(seed).generate_state(1)[0] & 0x7FFFFFFF
         seed = int(seed)
-        n_threads = threads_per_task(self.n_jobs)
-        per_worker = dask_threads_per_task()
         fit = _fit_candidate
         if self.memory is not None:
             fit = check_memory(self.memory).cache(_fit_candidate, ignore=["n_threads", "per_worker"])
-        all_params, all_out = [], []
+        n_threads = threads_per_task(self.n_jobs)
+        per_worker = dask_threads_per_task()
+        all_params, out = [], []
 
-        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch,
-                      return_as="generator_unordered") as parallel:
+        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch, return_as="generator_unordered") as parallel:
 
             def evaluate_candidates(candidate_params, more_results=None, callback_ctx=None):
                 candidate_params = list(candidate_params)
                 if not candidate_params:
                     raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
-                # In parallel the costliest candidates go first; results keep
-                # the grid's order and, with one seed for all, do not depend
-                # on the dispatch order.
-                order = list(range(len(candidate_params)))
+                # In parallel the costliest candidates go first; results keep the grid's
+                # order and, with one seed for all, do not depend on the dispatch order.
+                order = range(len(candidate_params))
                 if self.n_jobs not in (None, 1):
                     order = _dispatch_order(base, candidate_params)
-                # Each candidate is reported as soon as it finished: in the order
-                # they were dispatched, the costliest would hold back every
-                # report until it ends (P3's rank 256: 39 minutes of silence).
-                out = parallel(
+                tasks = (
                     delayed(_fit_and_evaluate)(
                         i, fit, _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
                         X, y, fit_params, self.error_score, n_threads, per_worker,
@@ -350,8 +333,11 @@ class EvidenceGridSearch(BaseSearchCV):
                 )  # fmt: skip
                 batch = [None] * len(candidate_params)
                 report = progress(len(candidate_params), "EvidenceGridSearch", self.verbose, stream=sys.stdout)
+                # Each candidate is reported as soon as it finished: in the order they
+                # were dispatched, the costliest would hold back every report until it
+                # ends (P3's rank 256: 39 minutes of silence).
                 try:
-                    for i, res in out:
+                    for i, res in parallel(tasks):
                         batch[i] = res
                         if res["error"]:
                             text = f"failed ({res['error']})"
@@ -362,32 +348,29 @@ class EvidenceGridSearch(BaseSearchCV):
                 finally:
                     report.close()
                 all_params.extend(candidate_params)
-                all_out.extend(batch)
-                self.cv_results_ = self._format_evidence_results(all_params, all_out)
+                out.extend(batch)
+                self.cv_results_ = self._format_evidence_results(all_params, out)
                 return self.cv_results_
 
             self._run_search(evaluate_candidates)
 
         results = self.cv_results_
-        if all(o["error"] for o in all_out):
+        if all(o["error"] for o in out):
             # Nothing to select: the first candidate's own error says what is wrong.
-            first = all_out[0]["exception"]
-            first.add_note(f"Every one of the {len(all_out)} candidates of EvidenceGridSearch failed.")
+            first = out[0]["exception"]
+            first.add_note(f"Every one of the {len(out)} candidates of EvidenceGridSearch failed.")
             raise first
-        for params, res in zip(all_params, all_out):
+        for params, res in zip(all_params, out):
             for category, message in res.get("warnings", ()):
                 _warn_again(category, message)
             if res["error"]:
-                warnings.warn(
-                    f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
-                    UserWarning,
-                    stacklevel=2,
-                )
+                warnings.warn(f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
+                              UserWarning, stacklevel=2)
         self.best_index_ = int(results["rank_test_score"].argmin())
         self.best_params_ = results["params"][self.best_index_]
         self.best_score_ = float(results["mean_test_score"][self.best_index_])
         if self.refit:
-            self.best_estimator_ = all_out[self.best_index_]["estimator"]
+            self.best_estimator_ = out[self.best_index_]["estimator"]
             self.refit_time_ = 0.0
         self.scorer_ = check_scoring(self.estimator)
         self.multimetric_ = False
