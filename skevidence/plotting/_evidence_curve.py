@@ -222,22 +222,18 @@ class EvidenceCurveDisplay:
         if not np.all(np.isfinite(x)):
             raise ValueError(f"ranks must be finite, got {x.tolist()}: remove NaN and inf.")
         if np.unique(x).size != x.size:
-            raise ValueError(
-                f"ranks must not repeat, got {x.tolist()}: give one log-evidence per {self.param_name}."
-            )
+            raise ValueError(f"ranks must not repeat, got {x.tolist()}: give one log-evidence per {self.param_name}.")
         y = _numbers(self.log_evidence, "log_evidence", x.shape, "log-evidence")
         failed = ~np.isfinite(y)
         if failed.all():
-            raise ValueError(
-                "every log-evidence is NaN or infinite (every candidate failed): there is no curve to draw."
-            )
+            raise ValueError("every log-evidence is NaN or infinite (every candidate failed): there is no curve "
+                             "to draw.")
         se = None
         if self.log_evidence_std is not None:
             se = _numbers(self.log_evidence_std, "log_evidence_std", x.shape, "standard error (NaN where unknown)")
             if np.any(se < 0) or np.any(np.isinf(se)):
-                raise ValueError(
-                    f"log_evidence_std must be non-negative and finite (NaN where unknown), got {se.tolist()}."
-                )
+                raise ValueError(f"log_evidence_std must be non-negative and finite (NaN where unknown), got "
+                                 f"{se.tolist()}.")
         best_rank = self.best_rank
         if best_rank is None:
             best = int(np.argmax(np.where(failed, -np.inf, y)))
@@ -253,14 +249,9 @@ class EvidenceCurveDisplay:
                     f"chosen {self.param_name}: pass the rank actually chosen, or None for the largest evidence."
                 )
         order = np.argsort(x, kind="stable")
-        return _Curve(
-            x=x[order],
-            y=y[order],
-            se=None if se is None else se[order],
-            failed=failed[order],
-            best=int(np.flatnonzero(order == best)[0]),
-            order=order,
-        )
+        se = None if se is None else se[order]
+        best = int(np.flatnonzero(order == best)[0])
+        return _Curve(x=x[order], y=y[order], se=se, failed=failed[order], best=best, order=order)
 
     def plot_error_pieces(self, ax=None, *, bar_kw=None):
         """Draw what every rank's error bar is made of: one bar per piece, and the whole.
@@ -491,12 +482,8 @@ class EvidenceCurveDisplay:
             if isinstance(estimator, BaseEstimator) and "ranks" in estimator.get_params(deep=False):
                 check_is_fitted(estimator, _SELECTOR_ATTRIBUTES)
             if not all(hasattr(estimator, a) for a in _SELECTOR_ATTRIBUTES):
-                hint = ""
-                if hasattr(estimator, "log_evidence_"):
-                    hint = (
-                        " It has a single log_evidence_; search over one of its parameters with "
-                        "EvidenceGridSearch to get a curve."
-                    )
+                hint = (" It has a single log_evidence_; search over one of its parameters with EvidenceGridSearch to "
+                        "get a curve.") if hasattr(estimator, "log_evidence_") else ""
                 raise TypeError(
                     "EvidenceCurveDisplay.from_estimator expects a fitted rank selector (ranks_, log_evidence_, "
                     "best_rank_; e.g. BayesianNMFRankSelector) or a fitted EvidenceGridSearch, got "
