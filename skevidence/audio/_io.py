@@ -35,10 +35,8 @@ def _read_soundfile(path, reason):
     try:
         import soundfile
     except ImportError as exc:
-        raise ImportError(
-            f"Reading '{path}' needs the optional dependency soundfile ({reason}): "
-            f"{_SOUNDFILE_HINT}."
-        ) from exc
+        raise ImportError(f"Reading '{path}' needs the optional dependency soundfile ({reason}): "
+                          f"{_SOUNDFILE_HINT}.") from exc
     try:
         # soundfile scales integer formats by the same rule as pcm_to_float.
         data, rate = soundfile.read(path, dtype="float64", always_2d=True)
@@ -125,10 +123,8 @@ def load_audio(path, *, mono=True, dtype=np.float64):
             try:
                 data, rate = _read_soundfile(path, "scipy cannot read this WAV encoding")
             except ImportError:
-                raise ValueError(
-                    f"scipy cannot read the WAV file '{path}' ({exc}); soundfile may: "
-                    f"{_SOUNDFILE_HINT}."
-                ) from exc
+                raise ValueError(f"scipy cannot read the WAV file '{path}' ({exc}); soundfile may: "
+                                 f"{_SOUNDFILE_HINT}.") from exc
     else:
         kind = path.suffix or "a file without suffix"
         data, rate = _read_soundfile(path, f"scipy reads only WAV, this is {kind}")
@@ -138,10 +134,8 @@ def load_audio(path, *, mono=True, dtype=np.float64):
     if data.shape[0] == 0 or data.shape[1] == 0:
         raise ValueError(f"'{path}' holds no audio samples (empty recording).")
     if not np.all(np.isfinite(data)):
-        raise ValueError(
-            f"'{path}' holds NaN or infinite samples ({np.count_nonzero(~np.isfinite(data))} of "
-            f"{data.size}); repair the file, e.g. replace them with zeros, before loading it."
-        )
+        raise ValueError(f"'{path}' holds NaN or infinite samples ({np.count_nonzero(~np.isfinite(data))} of "
+                         f"{data.size}); repair the file, e.g. replace them with zeros, before loading it.")
     if mono:
         data = data.mean(axis=1, dtype=np.float64)
     return np.ascontiguousarray(data, dtype=dtype), rate

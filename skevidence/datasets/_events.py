@@ -47,10 +47,8 @@ def event_count_tensor(senders, receivers, times, *, bin="week"):
     senders, receivers = np.asarray(senders), np.asarray(receivers)
     times = np.asarray(times, dtype=np.float64)
     if not (senders.ndim == receivers.ndim == times.ndim == 1 and senders.size == receivers.size == times.size):
-        raise ValueError(
-            "senders, receivers and times must be 1-D and of the same length, got shapes "
-            f"{senders.shape}, {receivers.shape} and {times.shape}."
-        )
+        raise ValueError("senders, receivers and times must be 1-D and of the same length, got shapes "
+                         f"{senders.shape}, {receivers.shape} and {times.shape}.")
     if times.size == 0:
         raise ValueError("There are no events: a count tensor needs at least one.")
     if not np.all(np.isfinite(times)):
@@ -64,9 +62,7 @@ def event_count_tensor(senders, receivers, times, *, bin="week"):
     try:
         nodes, index = np.unique(labels, return_inverse=True)
     except TypeError as exc:
-        raise ValueError(
-            f"node labels must be mutually comparable (all numbers or all strings): {exc}"
-        ) from exc
+        raise ValueError(f"node labels must be mutually comparable (all numbers or all strings): {exc}") from exc
     start = times.min()
     time_bin = np.floor((times - start) / width).astype(np.int64)
     n_bins = int(time_bin.max()) + 1
@@ -108,9 +104,7 @@ def load_event_tensor(path, *, bin="week"):
         with opener(path, "rt") as handle:
             table = np.loadtxt(handle, comments=("%", "#"), usecols=(0, 1, 2), ndmin=2, dtype=np.float64)
     except (OSError, ValueError) as exc:
-        raise ValueError(
-            f"Could not read {path} as an event log of 'sender receiver time' lines: {exc}"
-        ) from exc
+        raise ValueError(f"Could not read {path} as an event log of 'sender receiver time' lines: {exc}") from exc
     if table.shape[0] == 0:
         raise ValueError(f"{path} holds no events.")
     senders, receivers = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)

@@ -69,14 +69,8 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
     result = getattr(estimator, "result_", None)
     pieces = result.error_pieces if isinstance(result, EvidenceResult) else dict.fromkeys(ERROR_PIECES, np.nan)
     return dict(
-        log_evidence=log_evidence,
-        std=std,
-        **pieces,
-        fit_time=fit_time,
-        score_time=time.perf_counter() - start,
-        error="",
-        estimator=estimator,
-        warnings=[(w.category, str(w.message)) for w in caught],
+        log_evidence=log_evidence, std=std, **pieces, fit_time=fit_time, score_time=time.perf_counter() - start,
+        error="", estimator=estimator, warnings=[(w.category, str(w.message)) for w in caught],
     )
 
 
@@ -103,13 +97,8 @@ def _fit_and_evaluate(index, fit, estimator, X, y, fit_params, error_score, n_th
         if error_score == "raise":
             raise
         return index, dict(
-            log_evidence=error_score,
-            std=np.nan,
-            fit_time=time.perf_counter() - start,
-            score_time=0.0,
-            error=f"{type(exc).__name__}: {exc}",
-            exception=exc,
-            estimator=None,
+            log_evidence=error_score, std=np.nan, fit_time=time.perf_counter() - start, score_time=0.0,
+            error=f"{type(exc).__name__}: {exc}", exception=exc, estimator=None,
         )
 
 

@@ -342,12 +342,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             X, W, H, prior_rate=self.prior_rate, max_iter=self.max_iter, tol=self.tol, first_learned=first_learned
         )
         if self.tol > 0 and not converged:
-            warnings.warn(
-                f"{where}: EM did not reach tol={self.tol} in max_iter={self.max_iter} iterations; "
-                "increase max_iter (or tol).",
-                ConvergenceWarning,
-                stacklevel=stacklevel,
-            )
+            warnings.warn(f"{where}: EM did not reach tol={self.tol} in max_iter={self.max_iter} iterations; increase "
+                          "max_iter (or tol).", ConvergenceWarning, stacklevel=stacklevel)
         return W, H, path, n_iter
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -372,10 +368,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             H = check_array(self.speech_components, dtype=np.float64, ensure_non_negative=True,
                             input_name="speech_components")
             if H.shape[1] != X.shape[1]:
-                raise ValueError(
-                    f"speech_components has {H.shape[1]} frequencies (columns) but X has {X.shape[1]}: "
-                    "the dictionary must come from spectrograms of the same size (same n_fft)."
-                )
+                raise ValueError(f"speech_components has {H.shape[1]} frequencies (columns) but X has {X.shape[1]}: "
+                                 "the dictionary must come from spectrograms of the same size (same n_fft).")
             self.components_ = H.copy()
             self.n_iter_ = 0
             self.reconstruction_err_ = float("nan")
@@ -383,11 +377,9 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             return self
         n_frames = X.shape[0]
         if self.n_components > n_frames:
-            raise ValueError(
-                f"n_components={self.n_components} exceeds the number of training frames: X has "
-                f"n_samples = {n_frames}, and a dictionary of more atoms than frames is not "
-                "identified. Use more clean speech or a smaller n_components."
-            )
+            raise ValueError(f"n_components={self.n_components} exceeds the number of training frames: X has "
+                             f"n_samples = {n_frames}, and a dictionary of more atoms than frames is not identified. "
+                             "Use more clean speech or a smaller n_components.")
         rng = check_random_state(self.random_state)
         scale = np.sqrt(X.mean() / self.n_components)
         W = scale * rng.uniform(0.5, 1.5, size=(n_frames, self.n_components))
@@ -421,10 +413,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         n_frames = X.shape[0]
         r_no = self.n_noise_components
         if r_no > n_frames:
-            raise ValueError(
-                f"n_noise_components={r_no} exceeds the number of frames of the mixture "
-                f"(n_samples = {n_frames}); pass a longer mixture or a smaller n_noise_components."
-            )
+            raise ValueError(f"n_noise_components={r_no} exceeds the number of frames of the mixture (n_samples = "
+                             f"{n_frames}); pass a longer mixture or a smaller n_noise_components.")
         H_sp = self.components_
         r_sp = H_sp.shape[0]
         rng = check_random_state(self.random_state)

@@ -79,11 +79,9 @@ def _search_slice(search, param_name):
         varying = [n for n in names if any(not _same(v, values[n][0]) for v in values[n])]
         chosen = names if len(names) == 1 else varying
         if len(chosen) != 1:
-            raise ValueError(
-                f"the EvidenceGridSearch searched {len(names)} parameters ({', '.join(map(repr, names))}): pass "
-                "param_name=<one of them> to choose the x axis; the others are then held at their values in "
-                "best_params_."
-            )
+            raise ValueError(f"the EvidenceGridSearch searched {len(names)} parameters "
+                             f"({', '.join(map(repr, names))}): pass param_name=<one of them> to choose the x axis; "
+                             "the others are then held at their values in best_params_.")
         param_name = chosen[0]
     elif param_name not in names:
         raise ValueError(f"param_name={param_name!r} is not a searched parameter; choose one of {names}.")
@@ -244,10 +242,9 @@ class EvidenceCurveDisplay:
         else:
             best = int(np.flatnonzero(x == best_rank)[0])
             if failed[best]:
-                raise ValueError(
-                    f"best_rank={best_rank!r} has no finite log-evidence (its fit failed), so it cannot be the "
-                    f"chosen {self.param_name}: pass the rank actually chosen, or None for the largest evidence."
-                )
+                raise ValueError(f"best_rank={best_rank!r} has no finite log-evidence (its fit failed), so it cannot "
+                                 f"be the chosen {self.param_name}: pass the rank actually chosen, or None for the "
+                                 "largest evidence.")
         order = np.argsort(x, kind="stable")
         se = None if se is None else se[order]
         best = int(np.flatnonzero(order == best)[0])
@@ -285,10 +282,9 @@ class EvidenceCurveDisplay:
         """
         curve = self._curve()
         if not self.error_pieces:
-            raise ValueError(
-                "this display has no error_pieces: the estimates' method reports no pieces of its error bar "
-                "(referenced TI, reference='vb', does); pass error_pieces={'mc_error': ..., ...} to draw them."
-            )
+            raise ValueError("this display has no error_pieces: the estimates' method reports no pieces of its error "
+                             "bar (referenced TI, reference='vb', does); pass error_pieces={'mc_error': ..., ...} to "
+                             "draw them.")
         unknown = set(self.error_pieces) - set(ERROR_PIECES)
         if unknown:
             raise ValueError(f"unknown error pieces {sorted(unknown)}; use keys of {list(ERROR_PIECES)}.")
@@ -469,10 +465,8 @@ class EvidenceCurveDisplay:
             results = estimator.cv_results_
             ranks = [results["params"][i][param_name] for i in keep]
             if any(isinstance(v, bool) or not isinstance(v, Real) for v in ranks):
-                raise TypeError(
-                    f"the searched parameter {param_name!r} takes the non-numeric value(s) {ranks!r:.200}: "
-                    "EvidenceCurveDisplay plots the log-evidence against a numeric parameter."
-                )
+                raise TypeError(f"the searched parameter {param_name!r} takes the non-numeric value(s) {ranks!r:.200}: "
+                                "EvidenceCurveDisplay plots the log-evidence against a numeric parameter.")
             log_evidence = results["mean_test_score"][keep]
             std = results["std_log_evidence"][keep]
             failed = results["error"][keep].astype(bool)
@@ -484,11 +478,10 @@ class EvidenceCurveDisplay:
             if not all(hasattr(estimator, a) for a in _SELECTOR_ATTRIBUTES):
                 hint = (" It has a single log_evidence_; search over one of its parameters with EvidenceGridSearch to "
                         "get a curve.") if hasattr(estimator, "log_evidence_") else ""
-                raise TypeError(
-                    "EvidenceCurveDisplay.from_estimator expects a fitted rank selector (ranks_, log_evidence_, "
-                    "best_rank_; e.g. BayesianNMFRankSelector) or a fitted EvidenceGridSearch, got "
-                    f"{type(estimator).__name__}.{hint} For plain arrays use EvidenceCurveDisplay.from_results."
-                )
+                raise TypeError("EvidenceCurveDisplay.from_estimator expects a fitted rank selector (ranks_, "
+                                "log_evidence_, best_rank_; e.g. BayesianNMFRankSelector) or a fitted "
+                                f"EvidenceGridSearch, got {type(estimator).__name__}.{hint} For plain arrays use "
+                                "EvidenceCurveDisplay.from_results.")
             keep = slice(None)
             results = getattr(estimator, "cv_results_", None)
             ranks = np.asarray(estimator.ranks_)
