@@ -163,15 +163,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         "sample_rate": [Interval(Real, 0, None, closed="neither"), None],
     }
 
-    def __init__(
-        self,
-        n_fft=512,
-        hop_length=None,
-        window="hamming",
-        scale="int16",
-        power=1.0,
-        sample_rate=None,
-    ):
+    def __init__(self, n_fft=512, hop_length=None, window="hamming", scale="int16", power=1.0, sample_rate=None):
         self.n_fft = n_fft
         self.hop_length = hop_length
         self.window = window

@@ -1,7 +1,7 @@
 """Semi-supervised speech + noise Poisson NMF (Şimşekli et al. 2016, §4.2, eq. 14) for speech enhancement."""
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from numbers import Integral, Real
 
 import numpy as np
@@ -110,10 +110,7 @@ class SeparationResult:
     n_iter: int
 
     def __post_init__(self):
-        for name in (
-            "speech_activations", "noise_activations",
-            "speech_components", "noise_components", "objective_path",
-        ):  # fmt: skip
+        for name in [field.name for field in fields(self) if field.type is np.ndarray]:
             array = np.array(getattr(self, name), dtype=np.float64)
             array.flags.writeable = False
             object.__setattr__(self, name, array)
@@ -304,17 +301,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         "random_state": ["random_state"],
     }
 
-    def __init__(
-        self,
-        n_components=32,
-        n_noise_components=5,
-        *,
-        prior_rate=0.0004,
-        max_iter=200,
-        tol=1e-4,
-        speech_components=None,
-        random_state=None,
-    ):
+    def __init__(self, n_components=32, n_noise_components=5, *, prior_rate=0.0004, max_iter=200, tol=1e-4,
+                 speech_components=None, random_state=None):
         self.n_components = n_components
         self.n_noise_components = n_noise_components
         self.prior_rate = prior_rate
