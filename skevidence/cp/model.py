@@ -18,7 +18,7 @@ __all__ = ["auto_prior_rate", "check_prior_rates"]
 
 
 def check_prior_rates(prior_rates, n_modes, name="prior_rates"):
-    """``n_modes`` positive finite rates (a tuple) from one number or a sequence of ``n_modes``; else a ``ValueError``."""
+    """``n_modes`` positive finite rates (a tuple) from a number or a sequence of ``n_modes``, or a ``ValueError``."""
     if isinstance(prior_rates, numbers.Real) and not isinstance(prior_rates, bool):
         rates = (prior_rates,) * n_modes
     else:

@@ -78,7 +78,6 @@ from .._validation import check_int
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import effective_sample_size
 from .data import count_entries
-from .model import check_prior_rates
 from .kernels.smc import (
     log_intensity_block,
     move_particles,
@@ -87,6 +86,7 @@ from .kernels.smc import (
     reference_weights,
     total_intensity,
 )
+from .model import check_prior_rates
 from .reference import variational_reference
 
 __all__ = ["combine_runs", "smc_log_evidence"]
