@@ -43,6 +43,7 @@ def _number(convert, noun, zero=False):
 _positive_float = _number(float, "positive number")
 _positive_int = _number(int, "positive integer")
 _non_negative_int = _number(int, "non-negative integer", zero=True)
+_non_negative_float = _number(float, "non-negative number", zero=True)
 
 
 def _prior_rate(text):
@@ -84,6 +85,11 @@ def _build_parser():
         help="factor on the 16-bit sample units before the STFT; the Poisson likelihood reads magnitudes as counts, "
         "so a larger scale favours larger ranks (with the exponential and Gamma likelihoods and --prior-rate auto "
         "it shifts every rank's log-evidence by the same constant)")
+    add("--noise-floor", type=_noise_floor, default="auto",
+        help="the spectrogram's noise floor, added to every entry's mean WH (the exponential and Gamma "
+        "likelihoods): 'auto' is the power of the recording's quantisation noise in a bin, known from its samples "
+        "(1/12 of a 16-bit step squared, times the window's energy; 0 for a float recording); a number sets it in "
+        "the spectrogram's units. Without a floor, digital silence would decide the evidence")
     add("--prior-rate", type=_prior_rate, default="auto",
         help="rate of the exponential priors on both factors; 'auto' is sqrt(rank / mean of the spectrogram), so "
         "that every rank's prior mean of WH equals the data's mean")
@@ -116,6 +122,10 @@ def _build_parser():
     add("-q", "--quiet", action="store_true", help="no progress report")
     nmf.set_defaults(handler=_nmf_rank)
     return parser
+
+
+def _noise_floor(text):
+    return "auto" if text == "auto" else _non_negative_float(text)
 
 
 def _load(files):
@@ -185,6 +195,14 @@ def _nmf_rank(args, out):
         power=power, sample_rate=rate,
     )
     X = spectrogram.fit_transform(waveforms)  # refuses a silent recording
+    if args.likelihood == "poisson":
+        noise_floor, floor_text = 0.0, "none (the Poisson likelihood of counts takes none)"
+    elif args.noise_floor == "auto":
+        noise_floor = spectrogram.noise_floor_
+        floor_text = f"{noise_floor:.4g} (the samples' quantisation noise)" if noise_floor else "0 (float samples)"
+    else:
+        noise_floor = args.noise_floor
+        floor_text = f"{noise_floor:.4g}"
     prior_rate = args.prior_rate
     if prior_rate == "auto":
         rates = {int(r): auto_prior_rate(X, r) for r in args.ranks}
@@ -197,7 +215,8 @@ def _nmf_rank(args, out):
     say(f"skevidence nmf-rank: {names}")
     say(f"{'power' if power == 2.0 else 'magnitude'} spectrogram {X.shape[0]} frames x {X.shape[1]} bins "
         f"({rate:g} Hz, n_fft={args.n_fft}, hop={spectrogram.hop_length_}, {args.window}), scale={args.scale:g}, "
-        f"mean={X.mean():.4g}; {args.likelihood}{shape_text} likelihood, prior rate={rate_text}")
+        f"mean={X.mean():.4g}; {args.likelihood}{shape_text} likelihood, noise floor {floor_text}, "
+        f"prior rate={rate_text}")
     method_params = _method_params(args)
     if args.method == "sti":
         say(f"STI from the prior: {method_params}, seed {args.seed}")
@@ -211,7 +230,8 @@ def _nmf_rank(args, out):
     start = time.perf_counter()
     selector = BayesianNMFRankSelector(
         ranks=tuple(args.ranks), prior_rate=prior_rate, likelihood=args.likelihood,
-        likelihood_shape=args.likelihood_shape, method=args.method, method_params=method_params, tol=args.tol,
+        likelihood_shape=args.likelihood_shape, noise_floor=noise_floor, method=args.method,
+        method_params=method_params, tol=args.tol,
         n_jobs=args.n_jobs, random_state=args.seed, verbose=0 if args.quiet else 1,
         memory=None if args.cache is None else str(args.cache),
     )
@@ -244,6 +264,7 @@ def _nmf_rank(args, out):
             "scale": args.scale,
             "likelihood": args.likelihood,
             "likelihood_shape": args.likelihood_shape if args.likelihood == "gamma" else None,
+            "noise_floor": noise_floor,
             "power": power,
             "prior_rate": prior_rate,
             "prior_rates": [rates[int(r)] for r in selector.ranks_],

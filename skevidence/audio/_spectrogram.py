@@ -1,5 +1,6 @@
-"""Magnitude spectrograms of waveforms, frames as rows, for Poisson NMF."""
+"""Magnitude and power spectrograms of waveforms, frames as rows, with the noise floor of their samples."""
 
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -9,10 +10,32 @@ from scipy.signal import ShortTimeFFT, get_window
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-__all__ = ["SpectrogramTransformer"]
+__all__ = ["SpectrogramTransformer", "quantization_step"]
 
 #: Full scale of 16-bit PCM: a waveform in [-1, 1) times this is in int16 sample units.
 INT16_FULL_SCALE = 2.0**15
+
+
+def quantization_step(x):
+    """The step of the lattice the samples of ``x`` lie on (PCM read as floats), or 0 if they lie on none.
+
+    A PCM recording read as floats holds integer multiples of one step (1/32768
+    for 16-bit samples, times any factor applied since). The step is the
+    largest divisor of the smallest gap between the sample values (the gap over
+    1, 2, ... 256) that divides every one of them; samples of a float
+    recording (synthesised, resampled) lie on no such lattice.
+    """
+    values = np.unique(np.abs(np.asarray(x, dtype=np.float64)))
+    gaps = np.diff(values)
+    gaps = gaps[gaps > 0]
+    if gaps.size == 0:
+        return 0.0
+    for k in range(1, 257):
+        step = float(gaps.min()) / k
+        units = values / step
+        if units.max() < 2**32 and np.allclose(units, np.round(units), rtol=0.0, atol=1e-6):
+            return step
+    return 0.0
 
 
 class SpectrogramTransformer(TransformerMixin, BaseEstimator):
@@ -80,6 +103,19 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         The hop used (``n_fft // 2`` when ``hop_length`` is ``None``).
     window_ : ndarray of shape (n_fft,)
         The window used.
+    noise_floor_ : float
+        The expected value of an entry of the spectrogram of the waveforms'
+        quantisation noise alone, in the output's units: every recording's
+        noise floor. PCM samples lie on a lattice of step :math:`\Delta`
+        (1/32768 for 16-bit samples read by :func:`load_audio`), and rounding
+        to it adds white noise of variance :math:`\Delta^2/12` a sample, whose
+        STFT has the power :math:`s^2 = \Delta^2/12 \sum_n w[n]^2` in every bin;
+        the floor is :math:`\Gamma(1 + p/2)\,(c\,s)^p`. The step is read from
+        the samples themselves (:func:`quantization_step`), so that scaling a
+        waveform scales its floor with it; samples on no lattice (a float
+        recording) have no known floor, 0. With several recordings, the
+        largest floor. Pass it to :class:`~skevidence.PoissonNMF`'s
+        ``noise_floor`` with the exponential likelihood (``power=2``).
 
     See Also
     --------
@@ -291,12 +327,20 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : object
-            The transformer, with `n_freq_`, `frequencies_`, `hop_length_`
-            and `window_` set.
+            The transformer, with `n_freq_`, `frequencies_`, `hop_length_`,
+            `window_` and `noise_floor_` set.
         """
         stft = self._check_settings()
-        self._waveforms(X)
+        waveforms = self._waveforms(X)
         self.window_ = stft.win.copy()
+        # The quantisation noise's power in a bin, times the scale, to the power p (a complex Gaussian's
+        # moment); transform warns of samples beyond full scale, not fit.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            floors = [self._scale_factor(x, name) ** self.power * math.gamma(1.0 + self.power / 2.0)
+                      * (quantization_step(x) ** 2 / 12.0 * float(np.sum(self.window_**2))) ** (self.power / 2.0)
+                      for name, x in waveforms]
+        self.noise_floor_ = float(max(floors))
         self.hop_length_ = stft.hop
         self.frequencies_ = np.fft.rfftfreq(self.n_fft, d=1.0 / stft.fs)
         self.n_freq_ = self.frequencies_.size
