@@ -14,11 +14,13 @@ Two tables, printed as measured:
   ``[k, k + 2]`` (one component a note, and the noise floor).
 * **Speed.** On the bundled clip's spectrogram, exponential against Poisson
   at the same rank and size, as a ratio: the time of one
-  likelihood-and-gradient pass of the referenced path's HMC (the work of one
+  likelihood-and-gradient pass of the referenced path's HMC
+  (:func:`skevidence.cp.kernels.passes.log_likelihood`, the work of one
   leapfrog step; median of repeated passes, one thread), and of one
   iteration of the prior path's fused block-parallel SG-MCMC chain
-  (log-space SGLD, 4 x 4 blocks, dense; median over chains of 200
-  iterations, the numba threads the machine has).
+  (:func:`skevidence.cp.kernels.sgmcmc.run_chain`, pSGLD, 4 x 4 blocks,
+  dense; median over chains of 200 iterations, the numba threads the machine
+  has).
 
 Usage::
 
@@ -36,10 +38,10 @@ from threadpoolctl import threadpool_limits
 
 from skevidence import BayesianNMFRankSelector
 from skevidence.audio import SpectrogramTransformer
+from skevidence.cp.data import CPData
+from skevidence.cp.kernels.passes import log_likelihood
+from skevidence.cp.kernels.sgmcmc import run_chain
 from skevidence.datasets import load_example_audio, make_harmonic_melody
-from skevidence.evidence.referenced import _Data
-from skevidence.kernels.hmc import cp_log_likelihood
-from skevidence.kernels.nmf import NMFData, run_nmf_chain
 
 from _environment import git_state
 
@@ -62,7 +64,7 @@ def counting(notes, n_jobs, max_time):
                 warnings.simplefilter("ignore")
                 sel = BayesianNMFRankSelector(
                     ranks=tuple(range(max(1, k - 1), k + 4)), prior_rate="auto", likelihood=spec["likelihood"],
-                    n_jobs=n_jobs, max_time=max_time, random_state=0,
+                    n_jobs=n_jobs, method_params=dict(max_time=max_time), random_state=0,
                 ).fit(X)
             ok = "ok" if k <= sel.best_rank_ <= k + 2 else "--"
             row.append(f"{sel.best_rank_:>3} {ok}")
@@ -84,18 +86,18 @@ def speed(spectrograms, ranks, repeats=50):
     for R in ranks:
         times = {}
         for name, (kappa, X) in spectrograms.items():
-            data = _Data(X, kappa)
+            data = CPData.from_array(X, kappa)
             rng = np.random.default_rng(0)
             F = rng.gamma(2.0, 0.5, size=(sum(X.shape), R)) * np.sqrt(X.mean() / R)
             grad, sums = np.empty_like(F), np.empty((2, R))
-            args = (data.dense2, data.X, data.coords, data.vals, F, data.offsets, grad, sums, data.lgamma_total,
-                    True, kappa)
+            dense2, Xd, coords, vals, offsets, kappa, floor = data.pass_args()
+            args = (dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums, True)
             with threadpool_limits(1):
-                cp_log_likelihood(*args)  # compile / warm up
+                log_likelihood(*args)  # compile / warm up
                 samples = []
                 for _ in range(repeats):
                     t0 = time.perf_counter()
-                    cp_log_likelihood(*args)
+                    log_likelihood(*args)
                     samples.append(time.perf_counter() - t0)
             times[name] = float(np.median(samples))
         print(f"{R:>5} {str(X.shape):>12} {1e3 * times['poisson']:13.3f} {1e3 * times['exponential']:17.3f} "
@@ -103,25 +105,25 @@ def speed(spectrograms, ranks, repeats=50):
 
 
 def chain_speed(spectrograms, ranks, repeats=7, n_samples=200, n_blocks=4):
-    print(f"\nSpeed: one iteration of the SG-MCMC chain (log-space SGLD, {n_blocks} x {n_blocks} blocks, dense; "
+    print(f"\nSpeed: one iteration of the SG-MCMC chain (pSGLD, {n_blocks} x {n_blocks} blocks, dense; "
           f"median of {repeats} chains of {n_samples})")
     print(f"{'rank':>5} {'shape':>12} {'Poisson (ms)':>13} {'exponential (ms)':>17} {'ratio':>7}")
     for R in ranks:
         samples = {"poisson": [], "exponential": []}
         setups = {}
         for name, (kappa, X) in spectrograms.items():
-            data = NMFData.from_array(X, n_blocks, sparse=False, kappa=kappa)
+            data = CPData.from_array(X, kappa)  # dense: the matrix's blocks go through BLAS
             scale = np.sqrt(X.mean() / R)
-            setups[name] = (data, scale)
+            setups[name] = (data, data.blocks(n_blocks), scale)
         for k in range(repeats + 1):  # interleaved, so that a load on the machine hits both alike
-            for name, (data, scale) in setups.items():
+            for name, (data, blocks, scale) in setups.items():
                 rng = np.random.default_rng(k)
-                W = rng.gamma(2.0, 0.5, size=(data.shape[0], R)) * scale
-                H = rng.gamma(2.0, 0.5, size=(R, data.shape[1])) * scale
+                F = rng.gamma(2.0, 0.5, size=(sum(data.shape), R)) * scale  # the stacked factors, W over H^T
                 t0 = time.perf_counter()
-                run_nmf_chain(data, W, H, temperature=1.0, n_samples=n_samples, n_burnin=n_samples // 2,
-                              step_a=1e-3, step_b=0.0, sampler="logsgld", lam_w=1.0 / scale, lam_h=1.0 / scale,
-                              seed_seq=np.random.SeedSequence(k), max_capped_fraction=1.0)
+                # Timing only: a step this long may have its drift capped often (max_capped_fraction=1.0).
+                run_chain(data, blocks, F, temperature=1.0, n_samples=n_samples, n_burnin=n_samples // 2,
+                          step_a=1e-3, step_b=0.0, sampler="psgld", prior_rates=1.0 / scale,
+                          seed_seq=np.random.SeedSequence(k), max_capped_fraction=1.0)
                 if k:  # the first round compiles
                     samples[name].append((time.perf_counter() - t0) / n_samples)
         times = {name: float(np.median(v)) for name, v in samples.items()}
@@ -137,7 +139,8 @@ def main():
     parser.add_argument("--speed-only", action="store_true")
     # The Poisson model at the 16-bit scale has log-evidences of millions of nats whose error bars
     # shrink slowly: without a limit tol=1 is not reached in hours (the ranks differ by thousands).
-    parser.add_argument("--max-time", type=float, default=60.0, help="seconds a rank may refine (default 60)")
+    parser.add_argument("--max-time", type=float, default=60.0,
+                        help="seconds a rank may spend on each refinement (method_params max_time; default 60)")
     args = parser.parse_args()
     print(f"bench_audio_likelihood — {git_state()}")
     spectrograms = clip_spectrograms()

@@ -2,7 +2,8 @@
 
 The P2 protocol of Şimşekli et al. 2016 (Poisson NMF, 100 x 75 counts of true
 rank 3, lambda = 5, ranks 1..10, T = 5, K = 10000 iterations of which the last
-2000 are kept, 5 x 5 blocks) run by :class:`~skevidence.BayesianNMFRankSelector`
+2000 are kept, 5 x 5 blocks, the package's STI sampler pSGLD) run by
+:class:`~skevidence.BayesianNMFRankSelector` with ``method="sti"``
 three ways, side by side in one run (compilation and worker start-up are
 done before the clocks start):
 
@@ -49,21 +50,23 @@ def main():
     print(f"bench_distributed — skevidence {skevidence.__version__}, {git_state()}")
     print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}, dgemm {best:.1f} GFLOP/s")
     print(f"P2 data {X.shape}, sum {X.sum()}, ranks {args.ranks}, T={args.temperatures}, "
-          f"K={args.n_samples} ({args.n_samples - args.n_burnin} kept), 5x5 blocks, log-space SGLD")
+          f"K={args.n_samples} ({args.n_samples - args.n_burnin} kept), 5x5 blocks, method='sti' (pSGLD)")
     settings = dict(
-        ranks=tuple(args.ranks), prior_rate=5.0, temperatures=args.temperatures, n_samples=args.n_samples,
-        n_burnin=args.n_burnin, n_blocks=5, random_state=0,
+        ranks=tuple(args.ranks), prior_rate=5.0, method="sti", random_state=0,
+        method_params=dict(temperatures=args.temperatures, n_samples=args.n_samples, n_burnin=args.n_burnin,
+                           n_blocks=5),
     )
     # Compile, and start loky's workers, before timing anything.
-    warm = {**settings, "ranks": (1, 2), "n_samples": 20, "n_burnin": 10}
-    BayesianNMFRankSelector(**warm, n_jobs=1, reference="prior").fit(X)
-    BayesianNMFRankSelector(**warm, n_jobs=2, reference="prior").fit(X)
+    warm = {**settings, "ranks": (1, 2), "method_params": {**settings["method_params"], "n_samples": 20,
+                                                          "n_burnin": 10}}
+    BayesianNMFRankSelector(**warm, n_jobs=1).fit(X)
+    BayesianNMFRankSelector(**warm, n_jobs=2).fit(X)
 
     rows = []
 
     def timed(label, **kwargs):
         start = time.perf_counter()
-        selector = BayesianNMFRankSelector(**settings, **kwargs, reference="prior").fit(X)
+        selector = BayesianNMFRankSelector(**settings, **kwargs).fit(X)
         wall = time.perf_counter() - start
         rows.append((label, wall, selector))
 
@@ -72,7 +75,7 @@ def main():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with Client(cluster):
             with joblib.parallel_config(backend="dask"):
-                BayesianNMFRankSelector(**warm, n_jobs=-1, reference="prior").fit(X)  # compile on the workers
+                BayesianNMFRankSelector(**warm, n_jobs=-1).fit(X)  # compile on the workers
                 timed("LocalCluster 2x1 (dask)", n_jobs=-1)
 
     base = rows[0][1]

@@ -3,14 +3,15 @@
 ``skevidence nmf-rank`` on the bundled clip (or on the files given) is run
 three ways in one process, one after the other, each with its own wall time:
 
-* **default**: the command as the README gives it (VB-referenced TI, error
-  bars refined to ``--tol`` for the ranks in the running, ``--max-time`` a
-  rank and pass);
+* **default**: the command as the README gives it (``--method rti``,
+  referenced TI: every rank screened by one short round, then the error bars
+  of the ranks in the running refined to ``--tol``, with at most
+  ``--max-refinements`` doublings of the work a rank and pass);
 * **4x**: four times the iterations per temperature and the bound on the
   refinements' work (``--n-samples 600 --n-burnin 200 --max-refinements 5``);
 * **prior** (with ``--with-prior``): the papers' STI from the prior at the
-  settings the command line used before the referenced path
-  (``--reference prior``), for the record of how far off it is.
+  command line's settings for it (``--method sti``), for the record of how far
+  off it is.
 
 It prints, per rank, each run's estimate and stated error, the difference
 between the runs in nats and in combined stated errors (``z``; a converged
@@ -44,22 +45,27 @@ from _environment import git_state
 BUDGETS = {
     "default": [],
     "4x": ["--n-samples", "600", "--n-burnin", "200", "--max-refinements", "5"],
-    "prior": ["--reference", "prior"],
+    "prior": ["--method", "sti"],
 }
 
 
 def run(files, extra):
-    """Run ``nmf-rank`` quietly; return its JSON record and wall time."""
+    """Run ``nmf-rank`` quietly; return its JSON record (None if the command failed), wall time and error."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "result.json")
         argv = ["nmf-rank", *files, "--json", path, "--quiet", *extra]
         start = time.perf_counter()
-        with contextlib.redirect_stderr(io.StringIO()):  # the command's warnings; its table is in the JSON
-            cli_main(argv, out=io.StringIO())
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):  # the command's warnings; its table is in the JSON
+            status = cli_main(argv, out=io.StringIO())
         elapsed = time.perf_counter() - start
+        if status != 0:
+            # The command printed "error: ..." (to the captured stderr) and wrote no JSON.
+            errors = [line for line in stderr.getvalue().splitlines() if line.startswith("error:")]
+            return None, elapsed, errors[-1] if errors else f"exit status {status}"
         with open(path) as f:
             record = json.load(f)
-    return record, elapsed
+    return record, elapsed, None
 
 
 def main():
@@ -75,10 +81,20 @@ def main():
           f"load {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
     records = {}
     for name in names:
-        records[name], elapsed = run(args.files, BUDGETS[name] + common)
+        record, elapsed, error = run(args.files, BUDGETS[name] + common)
+        if record is None:
+            print(f"{name:>8}: {elapsed:6.1f} s, the command FAILED: {error}", flush=True)
+            if name == "default":
+                sys.exit("the default budget failed: nothing to compare against.")
+            continue
+        records[name] = record
         records[name]["bench_time"] = elapsed
         print(f"{name:>8}: {elapsed:6.1f} s, chose rank {records[name]['best_rank']} "
               f"({'decided' if records[name]['decided'] else 'NOT decided'})", flush=True)
+    names = [name for name in names if name in records]
+    for record in records.values():  # a failed rank is null in the JSON
+        for key in ("log_evidence", "log_evidence_std"):
+            record[key] = [np.nan if v is None else v for v in record[key]]
     ranks = records["default"]["ranks"]
     print(f"data: {', '.join(os.path.basename(f) for f in records['default']['files'])}, "
           f"{records['default']['shape'][0]} frames x {records['default']['shape'][1]} bins")
@@ -99,9 +115,10 @@ def main():
                 worst = max(worst, abs(z))
             line += f" | {diff:>+14.1f} ({z:>+6.1f})"
         print(line)
-    print(f"largest |z| between the default budget and 4x: {worst:.1f} "
-          f"({'converged' if worst <= 4 else 'NOT converged'} by the 4-combined-error criterion); "
-          f"chosen ranks: " + ", ".join(f"{n} {records[n]['best_rank']}" for n in names))
+    verdict = (f"largest |z| between the default budget and 4x: {worst:.1f} "
+               f"({'converged' if worst <= 4 else 'NOT converged'} by the 4-combined-error criterion)"
+               if "4x" in records else "no 4x run to compare with")
+    print(f"{verdict}; chosen ranks: " + ", ".join(f"{n} {records[n]['best_rank']}" for n in names))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)

@@ -7,21 +7,22 @@ kept, and B = 12 groups per mode. This script runs that protocol on a synthetic
 tensor of the same shape and size, drawn from the model itself, and prints
 
 1. the tensor: true rank, events, non-zeros, largest count, generation time;
-2. the time per iteration of one chain (``run_parafac_chain``, one numba
-   thread, as each ``n_jobs=2`` worker runs it) at three non-zero counts of
-   the same shape and rank and at an almost empty tensor, the ratio to the
-   smallest, and a least-squares split ``time = a + b * nnz`` into the part
-   that grows with the non-zeros and the part that grows with
+2. the time per iteration of one chain (``skevidence.cp.kernels.sgmcmc.run_chain``,
+   one numba thread, as each ``n_jobs=2`` worker runs it) at three non-zero
+   counts of the same shape and rank and at an almost empty tensor, the ratio
+   to the smallest, and a least-squares split ``time = a + b * nnz`` into the
+   part that grows with the non-zeros and the part that grows with
    ``(I + J + K) R`` (the factor updates), with the share of the latter spent
-   drawing the Langevin noise and in the log-space update alone;
+   drawing the Langevin noise and in the kernel's SGLD or pSGLD update alone;
 3. the baseline of Nguyen et al. (2018) side by side on a dense tensor both can handle
    (40 x 35 x 30 counts of a rank-4 model, ranks 1..8): tensorly's CP (ALS,
    best of several starts) + tlviz's core consistency (CORCONDIA), choosing
    the largest rank whose core consistency, and that of every smaller rank,
-   stays at or above a threshold (80 %), against ``PARAFACRankSelector`` with
-   the protocol's chain settings: rank chosen and time of each. tensorly and
-   tlviz are in the ``benchmark`` extra (``pip install ".[benchmark]"``);
-4. last, the long part: ``PARAFACRankSelector`` over ranks 1..11: per
+   stays at or above a threshold (80 %), against ``PARAFACRankSelector``
+   (``method="sti"``) with the protocol's chain settings: rank chosen and time
+   of each. tensorly and tlviz are in the ``benchmark`` extra
+   (``pip install ".[benchmark]"``);
+4. last, the long part: ``PARAFACRankSelector(method="sti")`` over ranks 1..11: per
    rank the log-evidence, its standard error, the posterior probability and the fit time
    (``cv_results_["mean_fit_time"]``) with the time per iteration it implies;
    the argmax, the total wall time and the peak memory (this process and its
@@ -40,7 +41,7 @@ weights.
 Usage::
 
     python benchmarks/bench_p5_parafac_scale.py [--quick] [--ranks 1 ... 11] [--n-jobs 2]
-        [--sampler logsgld|psgld|sgld] [--seed 0] [--skip-corcondia] [--true-rank 6]
+        [--sampler psgld|sgld] [--seed 0] [--skip-corcondia] [--true-rank 6]
         [--prior-rate RATE] [--nnz 1e6] [--iter-sizes 2.5e5 5e5 1e6] [--iter-rank 11]
 
 ``--quick`` runs a tensor 10 times smaller in every mode with 1e5 non-zeros
@@ -63,9 +64,10 @@ import scipy.sparse as sp
 
 import skevidence
 from skevidence import PARAFACRankSelector
-from skevidence.kernels._langevin import _LOGSGLD, _langevin_update
-from skevidence.kernels._rng import fill_standard_normal, seed_streams
-from skevidence.kernels.parafac import PARAFACData, run_parafac_chain
+from skevidence._config import PSGLD_ALPHA, PSGLD_SIGMA
+from skevidence.cp.data import CPData
+from skevidence.cp.kernels.rng import fill_standard_normal, seed_streams
+from skevidence.cp.kernels.sgmcmc import _update, run_chain
 
 from _environment import blas_gflops, blas_threads, git_state
 
@@ -212,8 +214,8 @@ def rusage_peaks_mb():
 def run_selection(X, args, prior_rate, n_samples, n_burnin):
     selector = PARAFACRankSelector(
         ranks=args.ranks, prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed, verbose=1,
-        n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS, n_samples=n_samples, n_burnin=n_burnin,
-        reference="prior",
+        method="sti", method_params=dict(n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS,
+                                         n_samples=n_samples, n_burnin=n_burnin),
     )
     with PeakMemory() as memory, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -253,24 +255,23 @@ def print_selection(selector, wall, memory, rusage, caught, n_samples, n_burnin,
         print(f"warning: {w}")
 
 
-def _time_chain(data, factors0, rank_steps, sampler, repeats, seed):
-    """Best-of-``repeats`` seconds per iteration of one chain at t = 1 from ``factors0``."""
+def _time_chain(data, blocks, F0, rank_steps, sampler, repeats, seed):
+    """Best-of-``repeats`` seconds per iteration of one chain at t = 1 from the stacked factors ``F0``."""
     best = np.inf
     for rep in range(repeats):
-        factors = [F.copy() for F in factors0]
+        F = F0.copy()
         start = time.perf_counter()
         # Timing only: a pSGLD or SGLD step this long may have its drift capped often, which
         # must not stop the clock (max_capped_fraction=1.0).
-        run_parafac_chain(data, factors, temperature=1.0, n_samples=rank_steps, n_burnin=rank_steps // 2,
-                          step_a=1e-3 if sampler != "logsgld" else 0.01, step_b=0.0, sampler=sampler,
-                          prior_rates=1.0, seed_seq=np.random.SeedSequence([seed, rep]),
-                          max_capped_fraction=1.0)
+        run_chain(data, blocks, F, temperature=1.0, n_samples=rank_steps, n_burnin=rank_steps // 2, step_a=1e-3,
+                  step_b=0.0, sampler=sampler, prior_rates=1.0, seed_seq=np.random.SeedSequence([seed, rep]),
+                  max_capped_fraction=1.0)
         best = min(best, (time.perf_counter() - start) / rank_steps)
     return best
 
 
-def _time_factor_work(shape, rank, steps, seed):
-    """Seconds per iteration of the (I+J+K)R work alone: the noise draws, and the log-space update."""
+def _time_factor_work(shape, rank, steps, sampler, seed):
+    """Seconds per iteration of the (I+J+K)R work alone: the noise draws, and the kernel's update."""
     n = sum(shape) * rank
     noise = np.empty(n)
     state = seed_streams(np.random.SeedSequence(seed), 1)[0]
@@ -279,15 +280,14 @@ def _time_factor_work(shape, rank, steps, seed):
     for _ in range(steps):
         fill_standard_normal(state, noise)
     t_noise = (time.perf_counter() - start) / steps
-    theta = np.full(n, 0.05)
-    v, g, bits = np.full_like(theta, 0.1), np.zeros_like(theta), np.empty(n, dtype=np.int64)
-    # (the update overwrites the noise with the log-space increments; their size stays bounded)
-    _langevin_update(theta[:2], v[:2], g[:2], noise[:2], bits, 1e-3, 1.0, 1.0, 1.0, _LOGSGLD, False, False,
-                     0.99, 1e-5)
+    # The kernel's update of every parameter once (the chain calls it block by block on the same flat rows).
+    theta, v, g = np.full(n, 0.05), np.full(n, 0.1), np.zeros(n)
+    update = (1e-3, 1.0, 1.0 / n, 1.0, sampler == "psgld", False, True, PSGLD_ALPHA, PSGLD_SIGMA)
+    _update(theta[:2], v[:2], g[:2], noise[:2], *update)  # compile or load from cache
     start = time.perf_counter()
     for _ in range(steps):
         theta[...] = 0.05
-        _langevin_update(theta, v, g, noise, bits, 1e-3, 1.0, 1.0, 1.0, _LOGSGLD, False, False, 0.99, 1e-5)
+        _update(theta, v, g, noise, *update)
     t_update = (time.perf_counter() - start) / steps
     return t_noise, t_update
 
@@ -297,7 +297,7 @@ def time_per_iteration(shape, true_rank, sizes, rank, steps, repeats, sampler, s
     rng = np.random.default_rng(np.random.SeedSequence([seed, true_rank, 5]))
     base = community_factors(shape, true_rank, rng)
     start_rng = np.random.default_rng(np.random.SeedSequence([seed, 55]))
-    factors0 = [start_rng.exponential(0.05, size=(n, rank)) + 1e-3 for n in shape]
+    F0 = np.concatenate([start_rng.exponential(0.05, size=(n, rank)) + 1e-3 for n in shape])  # stacked factors
     rows = []
     previous = numba.get_num_threads()
     numba.set_num_threads(1)  # as in each of the n_jobs=2 workers
@@ -305,10 +305,11 @@ def time_per_iteration(shape, true_rank, sizes, rank, steps, repeats, sampler, s
         for target in (1e3, *sizes):
             factors, _ = scale_to_events(base, target)
             X, _ = sample_parafac_counts(factors, rng)
-            data = PARAFACData.from_array(X, N_BLOCKS)
-            _time_chain(data, factors0, 3, sampler, 1, seed)  # compile or load from cache
-            rows.append((target, data.nnz, _time_chain(data, factors0, steps, sampler, repeats, seed)))
-        t_noise, t_update = _time_factor_work(shape, rank, max(steps // 5, 5), seed)
+            data = CPData.from_array(X)
+            blocks = data.blocks(N_BLOCKS)
+            _time_chain(data, blocks, F0, 3, sampler, 1, seed)  # compile or load from cache
+            rows.append((target, data.vals.size, _time_chain(data, blocks, F0, steps, sampler, repeats, seed)))
+        t_noise, t_update = _time_factor_work(shape, rank, max(steps // 5, 5), sampler, seed)
     finally:
         numba.set_num_threads(previous)
     return rows, t_noise, t_update
@@ -338,7 +339,7 @@ def print_time_per_iteration(rows, t_noise, t_update, shape, rank, steps, repeat
           + ", ".join(f"{1e9 * x:.1f} ns" for x in increments)
           + " (equal values = linear growth; timing noise is ~1% of ms/iter)")
     print(f"of a: the (I+J+K)·R Langevin normals alone {1e3 * t_noise:.3f} ms ({t_noise / a:.0%}), the "
-          f"log-space update alone (exp, sqrt, mirror test) {1e3 * t_update:.3f} ms ({t_update / a:.0%}); "
+          f"{sampler} update alone (drift cap, mirror at 0) {1e3 * t_update:.3f} ms ({t_update / a:.0%}); "
           "the rest is zeroing and filling the gradients, the group sums and the kept-state sums")
 
 
@@ -375,7 +376,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a 10x smaller tensor, 300 iterations: < 2 min")
     parser.add_argument("--ranks", type=int, nargs="+", default=list(range(1, 12)))
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--sampler", default="logsgld", choices=("logsgld", "psgld", "sgld"))
+    parser.add_argument("--sampler", default="psgld", choices=("psgld", "sgld"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-corcondia", action="store_true")
     parser.add_argument("--true-rank", type=int, default=6)
@@ -431,9 +432,9 @@ def main():
         Xd = rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C))
         consistency, cc_rank, cc_time = corcondia(Xd, DENSE_CANDIDATES, args.cc_threshold, 5, args.seed)
         selector = PARAFACRankSelector(
-            ranks=DENSE_CANDIDATES, prior_rate=1.0, n_jobs=args.n_jobs, random_state=args.seed,
-            sampler=args.sampler, temperatures=N_TEMPS, n_samples=cfg["n_samples"], n_burnin=cfg["n_burnin"],
-            reference="prior",
+            ranks=DENSE_CANDIDATES, prior_rate=1.0, n_jobs=args.n_jobs, random_state=args.seed, method="sti",
+            method_params=dict(sampler=args.sampler, temperatures=N_TEMPS, n_samples=cfg["n_samples"],
+                               n_burnin=cfg["n_burnin"]),
         )
         start = time.perf_counter()
         with warnings.catch_warnings():

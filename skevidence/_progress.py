@@ -19,7 +19,7 @@ class _NoProgress:
         pass
 
 
-class _PrintProgress:
+class _PrintProgress(_NoProgress):
     def __init__(self, total, desc, stream):
         self.total, self.desc, self.stream = total, desc, stream
         self.done, self.start = 0, time.perf_counter()
@@ -31,9 +31,6 @@ class _PrintProgress:
         if message:
             line += f" {message}"
         print(line, file=self.stream, flush=True)
-
-    def close(self):
-        pass
 
 
 class _TqdmProgress:

@@ -28,7 +28,5 @@ def seed_sequence(random_state):
         return np.random.SeedSequence(int(random_state.randint(np.iinfo(np.int32).max)))
     if isinstance(random_state, np.random.Generator):
         return np.random.SeedSequence(int(random_state.integers(np.iinfo(np.int64).max)))
-    raise ValueError(
-        "random_state must be None, a non-negative int, a numpy RandomState or "
-        f"Generator, got {random_state!r}."
-    )
+    raise ValueError("random_state must be None, a non-negative int, a numpy RandomState or Generator, got "
+                     f"{random_state!r}.")

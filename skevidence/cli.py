@@ -12,6 +12,7 @@ extra) and ``--json`` writes the numbers.
 """
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -21,39 +22,28 @@ from pathlib import Path
 
 import numpy as np
 
-from ._config import CLI_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_SCREEN, STI_DEFAULTS
+from ._config import CLI_DEFAULTS, DECISION_Z, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_SCREEN, STI_DEFAULTS
 
 __all__ = ["main"]
 
-#: Defaults of ``nmf-rank`` (``skevidence._config.CLI_DEFAULTS``).
-DEFAULT_RANKS = CLI_DEFAULTS["ranks"]
-DEFAULT_SCALE = CLI_DEFAULTS["scale"]
-DEFAULT_MAX_REFINEMENTS = CLI_DEFAULTS["max_refinements"]
 
-
-def _positive_float(text):
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def _int_at_least(minimum):
-    """An argparse ``type`` for integers of at least ``minimum`` (0 or 1)."""
-    noun = {0: "non-negative", 1: "positive"}[minimum]
+def _number(convert, noun, zero=False):
+    """An argparse ``type``: ``convert(text)``, finite and positive (or non-negative with ``zero``)."""
 
     def parse(text):
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be a {noun} integer, got {text!r}")
+        value = convert(text)
+        if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+            raise argparse.ArgumentTypeError(f"must be a {noun}, got {text!r}")
         return value
 
-    parse.__name__ = f"{noun} integer"  # argparse names the type when int() refuses the text
+    parse.__name__ = noun  # argparse names the type when convert refuses the text
     return parse
 
 
-_positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
+_positive_float = _number(float, "positive number")
+_positive_int = _number(int, "positive integer")
+_non_negative_int = _number(int, "non-negative integer", zero=True)
+_non_negative_float = _number(float, "non-negative number", zero=True)
 
 
 def _prior_rate(text):
@@ -62,8 +52,7 @@ def _prior_rate(text):
 
 def _build_parser():
     parser = argparse.ArgumentParser(
-        prog="skevidence",
-        description="Bayesian model selection by the evidence, from the command line.",
+        prog="skevidence", description="Bayesian model selection by the evidence, from the command line."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     nmf = commands.add_parser(
@@ -77,74 +66,66 @@ def _build_parser():
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    nmf.add_argument("files", nargs="*", metavar="FILE", help="audio files (WAV; other formats need the 'audio' extra)")
-    nmf.add_argument("--ranks", type=_positive_int, nargs="+", default=list(DEFAULT_RANKS), help="candidate ranks")
-    nmf.add_argument("--n-jobs", type=int, default=None, help="ranks fitted in parallel (-1: all cores)")
-    nmf.add_argument("--plot", type=Path, metavar="PNG", help="write the evidence curve to this image file")
-    nmf.add_argument("--json", type=Path, metavar="JSON", help="write the results to this JSON file")
-    nmf.add_argument("--n-fft", type=_positive_int, default=512, help="window and FFT length (samples)")
-    nmf.add_argument("--hop-length", type=_positive_int, default=None, help="hop (samples); default n_fft // 2")
-    nmf.add_argument("--window", default="hamming", help="window name for scipy.signal.get_window")
-    nmf.add_argument(
-        "--likelihood", choices=("exponential", "gamma", "poisson"), default="exponential",
-        help="density of the spectrogram given WH: 'exponential' (default) models the power spectrogram "
-        "|STFT|^2 (Itakura-Saito NMF), so the rank does not depend on the recording's level; 'gamma' "
-        "with --likelihood-shape; 'poisson' reads magnitudes as counts at --scale (the papers' model)",
-    )
-    nmf.add_argument("--likelihood-shape", type=_positive_float, default=1.0,
-                     help="shape of the Gamma likelihood (--likelihood gamma)")
-    nmf.add_argument(
-        "--scale", type=_positive_float, default=DEFAULT_SCALE,
-        help="factor on the 16-bit sample units before the STFT; the Poisson likelihood reads "
-        "magnitudes as counts, so a larger scale favours larger ranks (with the exponential and Gamma "
-        "likelihoods and --prior-rate auto it shifts every rank's log-evidence by the same constant)",
-    )
-    nmf.add_argument(
-        "--prior-rate", type=_prior_rate, default="auto",
-        help="rate of the exponential priors on both factors; 'auto' is sqrt(rank / mean of the "
-        "spectrogram), so that every rank's prior mean of WH equals the data's mean",
-    )
-    nmf.add_argument(
-        "--method", choices=("rti", "sti"), default="rti",
+    add = nmf.add_argument
+    add("files", nargs="*", metavar="FILE", help="audio files (WAV; other formats need the 'audio' extra)")
+    add("--ranks", type=_positive_int, nargs="+", default=list(CLI_DEFAULTS["ranks"]), help="candidate ranks")
+    add("--n-jobs", type=int, default=None, help="ranks fitted in parallel (-1: all cores)")
+    add("--plot", type=Path, metavar="PNG", help="write the evidence curve to this image file")
+    add("--json", type=Path, metavar="JSON", help="write the results to this JSON file")
+    add("--n-fft", type=_positive_int, default=512, help="window and FFT length (samples)")
+    add("--hop-length", type=_positive_int, default=None, help="hop (samples); default n_fft // 2")
+    add("--window", default="hamming", help="window name for scipy.signal.get_window")
+    add("--likelihood", choices=("exponential", "gamma", "poisson"), default="exponential",
+        help="density of the spectrogram given WH: 'exponential' (default) models the power spectrogram |STFT|^2 "
+        "(Itakura-Saito NMF), so the rank does not depend on the recording's level; 'gamma' with "
+        "--likelihood-shape; 'poisson' reads magnitudes as counts at --scale (the papers' model)")
+    add("--likelihood-shape", type=_positive_float, default=1.0,
+        help="shape of the Gamma likelihood (--likelihood gamma)")
+    add("--scale", type=_positive_float, default=CLI_DEFAULTS["scale"],
+        help="factor on the 16-bit sample units before the STFT; the Poisson likelihood reads magnitudes as counts, "
+        "so a larger scale favours larger ranks (with the exponential and Gamma likelihoods and --prior-rate auto "
+        "it shifts every rank's log-evidence by the same constant)")
+    add("--noise-floor", type=_noise_floor, default="auto",
+        help="the spectrogram's noise floor, added to every entry's mean WH (the exponential and Gamma "
+        "likelihoods): 'auto' is the power of the recording's quantisation noise in a bin, known from its samples "
+        "(1/12 of a 16-bit step squared, times the window's energy; 0 for a float recording); a number sets it in "
+        "the spectrogram's units. Without a floor, digital silence would decide the evidence")
+    add("--prior-rate", type=_prior_rate, default="auto",
+        help="rate of the exponential priors on both factors; 'auto' is sqrt(rank / mean of the spectrogram), so "
+        "that every rank's prior mean of WH equals the data's mean")
+    add("--method", choices=("rti", "sti"), default="rti",
         help="what estimates the evidence: 'rti', thermodynamic integration referenced from a fit of the posterior "
         "with Metropolis-adjusted HMC (an error bar that covers chain lag, quadrature and the search for the best "
-        "mode), or 'sti', the papers' stochastic TI from the prior (Monte-Carlo error only)",
-    )
-    nmf.add_argument(
-        "--tol", type=_positive_float, default=DEFAULT_TOL,
-        help="target error bar of every rank still in the running, in nats (--method rti)",
-    )
-    nmf.add_argument(
-        "--max-refinements", type=_non_negative_int, default=DEFAULT_MAX_REFINEMENTS,
-        help="most refinement steps of a rank in each pass, each doubling the work so far (--method rti); a "
-        "rank that does not reach --tol is reported with a warning. The same on any machine: the same seed "
-        "gives the same numbers",
-    )
-    nmf.add_argument(
-        "--max-time", type=_positive_float, default=None,
-        help="seconds a rank may spend on each refinement of its estimate (--method rti; default: no limit). "
-        "A limit makes the numbers depend on the machine's speed",
-    )
-    nmf.add_argument("--sampler", choices=("psgld", "sgld"), default=STI_DEFAULTS["sampler"],
-                     help="SG-MCMC sampler (--method sti)")
-    nmf.add_argument("--temperatures", type=_positive_int, default=None,
-                     help=f"ladder intervals (default: {RTI_DEFAULTS['n_temperatures']} for rti, rounded up to a "
-                     f"multiple of 4; {STI_DEFAULTS['temperatures']} for sti)")
-    nmf.add_argument("--n-samples", type=_positive_int, default=None,
-                     help="iterations per temperature, burn-in included (default: "
-                     f"{sum(SELECTOR_SCREEN.values())} for rti, which --tol lengthens; {STI_DEFAULTS['n_samples']} "
-                     "for sti)")
-    nmf.add_argument("--n-burnin", type=_non_negative_int, default=None,
-                     help=f"burn-in iterations per temperature (default: {SELECTOR_SCREEN['n_burnin']} for rti; "
-                     f"{STI_DEFAULTS['n_burnin']} for sti)")
-    nmf.add_argument("--seed", type=int, default=0, help="random seed (the same seed gives the same numbers)")
-    nmf.add_argument(
-        "--cache", type=Path, metavar="DIR",
-        help="keep finished ranks in DIR: an interrupted run started again with the same DIR resumes",
-    )  # fmt: skip
-    nmf.add_argument("-q", "--quiet", action="store_true", help="no progress report")
+        "mode), or 'sti', the papers' stochastic TI from the prior (Monte-Carlo error only)")
+    add("--tol", type=_positive_float, default=DEFAULT_TOL,
+        help="target error bar of every rank still in the running, in nats (--method rti)")
+    add("--max-refinements", type=_non_negative_int, default=CLI_DEFAULTS["max_refinements"],
+        help="most refinement steps of a rank in each pass, each doubling the work so far (--method rti); a rank "
+        "that does not reach --tol is reported with a warning. The same on any machine: the same seed gives the "
+        "same numbers")
+    add("--max-time", type=_positive_float, default=None,
+        help="seconds a rank may spend on each refinement of its estimate (--method rti; default: no limit). A "
+        "limit makes the numbers depend on the machine's speed")
+    add("--sampler", choices=("psgld", "sgld"), default=STI_DEFAULTS["sampler"], help="SG-MCMC sampler (--method sti)")
+    add("--temperatures", type=_positive_int, default=None,
+        help=f"ladder intervals (default: {RTI_DEFAULTS['n_temperatures']} for rti, rounded up to a multiple of 4; "
+        f"{STI_DEFAULTS['temperatures']} for sti)")
+    add("--n-samples", type=_positive_int, default=None,
+        help=f"iterations per temperature, burn-in included (default: {sum(SELECTOR_SCREEN.values())} for rti, "
+        f"which --tol lengthens; {STI_DEFAULTS['n_samples']} for sti)")
+    add("--n-burnin", type=_non_negative_int, default=None,
+        help=f"burn-in iterations per temperature (default: {SELECTOR_SCREEN['n_burnin']} for rti; "
+        f"{STI_DEFAULTS['n_burnin']} for sti)")
+    add("--seed", type=int, default=0, help="random seed (the same seed gives the same numbers)")
+    add("--cache", type=Path, metavar="DIR",
+        help="keep finished ranks in DIR: an interrupted run started again with the same DIR resumes")
+    add("-q", "--quiet", action="store_true", help="no progress report")
     nmf.set_defaults(handler=_nmf_rank)
     return parser
+
+
+def _noise_floor(text):
+    return "auto" if text == "auto" else _non_negative_float(text)
 
 
 def _load(files):
@@ -153,16 +134,11 @@ def _load(files):
     from .datasets import example_audio_path
 
     paths = [Path(f) for f in files] or [example_audio_path()]
-    waveforms, rates = [], set()
-    for path in paths:
-        waveform, rate = load_audio(path)
-        waveforms.append(waveform)
-        rates.add(rate)
-    if len(rates) > 1:
-        raise ValueError(
-            f"the files have different sample rates {sorted(rates)} Hz: resample them to one rate first."
-        )
-    return paths, waveforms, rates.pop()
+    waveforms, rates = zip(*(load_audio(path) for path in paths))
+    if len(set(rates)) > 1:
+        raise ValueError(f"the files have different sample rates {sorted(set(rates))} Hz: resample them to one rate "
+                         "first.")
+    return paths, list(waveforms), rates[0]
 
 
 def _finite_or_none(values):
@@ -171,8 +147,6 @@ def _finite_or_none(values):
 
 def _decision(selector):
     """Whether the chosen rank stands out from every other by more than their combined error bars."""
-    from ._config import DECISION_Z
-
     scores, stds = selector.log_evidence_, selector.log_evidence_std_
     best = int(np.flatnonzero(selector.ranks_ == selector.best_rank_)[0])
     others = [i for i in range(scores.size) if i != best and np.isfinite(scores[i])]
@@ -189,25 +163,21 @@ def _decision(selector):
 
 
 def _method_params(args):
-    """The selector's ``method_params`` from the command line's chain settings."""
+    """The selector's ``method_params`` from the command line's chain settings (those not given are left out)."""
     if args.method == "sti":
         params = dict(sampler=args.sampler, temperatures=args.temperatures, n_samples=args.n_samples,
                       n_burnin=args.n_burnin)
-        return {name: value for name, value in params.items() if value is not None}
-    params = dict(max_refinements=args.max_refinements)
-    if args.max_time is not None:
-        params["max_time"] = args.max_time
-    if args.temperatures is not None:
-        params["n_temperatures"] = 4 * -(-args.temperatures // 4)
-    n_burnin = SELECTOR_SCREEN["n_burnin"] if args.n_burnin is None else args.n_burnin
-    if args.n_burnin is not None:
-        params["n_burnin"] = n_burnin
-    if args.n_samples is not None:
-        if args.n_samples - n_burnin < 4:
+    else:
+        n_burnin = SELECTOR_SCREEN["n_burnin"] if args.n_burnin is None else args.n_burnin
+        n_keep = None if args.n_samples is None else args.n_samples - n_burnin
+        if n_keep is not None and n_keep < 4:
             raise ValueError(f"--n-samples {args.n_samples} with --n-burnin {n_burnin} keeps fewer than 4 draws a "
                              "temperature; raise --n-samples.")
-        params["n_keep"] = args.n_samples - n_burnin
-    return params
+        # The referenced ladder's intervals come in multiples of 4.
+        n_temperatures = None if args.temperatures is None else 4 * -(-args.temperatures // 4)
+        params = dict(max_refinements=args.max_refinements, max_time=args.max_time, n_temperatures=n_temperatures,
+                      n_burnin=args.n_burnin, n_keep=n_keep)
+    return {name: value for name, value in params.items() if value is not None}
 
 
 def _nmf_rank(args, out):
@@ -216,6 +186,7 @@ def _nmf_rank(args, out):
     from .estimators import BayesianNMFRankSelector
     from .evidence import ERROR_PIECES
 
+    say = functools.partial(print, file=out, flush=True)
     paths, waveforms, rate = _load(args.files)
     # The Gamma family models powers; Poisson reads magnitudes as counts.
     power = 1.0 if args.likelihood == "poisson" else 2.0
@@ -224,7 +195,14 @@ def _nmf_rank(args, out):
         power=power, sample_rate=rate,
     )
     X = spectrogram.fit_transform(waveforms)  # refuses a silent recording
-    mean = float(X.mean())
+    if args.likelihood == "poisson":
+        noise_floor, floor_text = 0.0, "none (the Poisson likelihood of counts takes none)"
+    elif args.noise_floor == "auto":
+        noise_floor = spectrogram.noise_floor_
+        floor_text = f"{noise_floor:.4g} (the samples' quantisation noise)" if noise_floor else "0 (float samples)"
+    else:
+        noise_floor = args.noise_floor
+        floor_text = f"{noise_floor:.4g}"
     prior_rate = args.prior_rate
     if prior_rate == "auto":
         rates = {int(r): auto_prior_rate(X, r) for r in args.ranks}
@@ -234,29 +212,26 @@ def _nmf_rank(args, out):
         rate_text = f"{prior_rate:.4g}"
     shape_text = f" shape {args.likelihood_shape:g}" if args.likelihood == "gamma" else ""
     names = ", ".join(p.name for p in paths)
-    print(f"skevidence nmf-rank: {names}", file=out)
-    print(
-        f"{'power' if power == 2.0 else 'magnitude'} spectrogram {X.shape[0]} frames x {X.shape[1]} bins "
-        f"({rate:g} Hz, n_fft={args.n_fft}, hop={spectrogram.hop_length_}, {args.window}), "
-        f"scale={args.scale:g}, mean={mean:.4g}; {args.likelihood}{shape_text} likelihood, prior rate={rate_text}",
-        file=out,
-    )
+    say(f"skevidence nmf-rank: {names}")
+    say(f"{'power' if power == 2.0 else 'magnitude'} spectrogram {X.shape[0]} frames x {X.shape[1]} bins "
+        f"({rate:g} Hz, n_fft={args.n_fft}, hop={spectrogram.hop_length_}, {args.window}), scale={args.scale:g}, "
+        f"mean={X.mean():.4g}; {args.likelihood}{shape_text} likelihood, noise floor {floor_text}, "
+        f"prior rate={rate_text}")
     method_params = _method_params(args)
     if args.method == "sti":
-        print(f"STI from the prior: {method_params}, seed {args.seed}", file=out, flush=True)
+        say(f"STI from the prior: {method_params}, seed {args.seed}")
     else:
-        limit = f"refining with at most {args.max_refinements} doublings of the work a rank and pass" + (
-            f" and {args.max_time:g} s" if args.max_time is not None else "")
+        limit = f"at most {args.max_refinements} doublings of the work a rank and pass"
+        if args.max_time is not None:
+            limit += f" and {args.max_time:g} s"
         fit = "variational Bayes" if args.likelihood == "poisson" else "a Laplace fit"
-        print(
-            f"TI referenced by {fit}, Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for "
-            f"every rank in the running ({limit}), seed {args.seed}",
-            file=out, flush=True,
-        )
+        say(f"TI referenced by {fit}, Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for every rank in the "
+            f"running (refining with {limit}), seed {args.seed}")
     start = time.perf_counter()
     selector = BayesianNMFRankSelector(
         ranks=tuple(args.ranks), prior_rate=prior_rate, likelihood=args.likelihood,
-        likelihood_shape=args.likelihood_shape, method=args.method, method_params=method_params, tol=args.tol,
+        likelihood_shape=args.likelihood_shape, noise_floor=noise_floor, method=args.method,
+        method_params=method_params, tol=args.tol,
         n_jobs=args.n_jobs, random_state=args.seed, verbose=0 if args.quiet else 1,
         memory=None if args.cache is None else str(args.cache),
     )
@@ -265,8 +240,7 @@ def _nmf_rank(args, out):
         selector.fit(X)
     elapsed = time.perf_counter() - start
 
-    print(file=out)
-    print(f"{'rank':>5}  {'log-evidence':>16} {'± SE':>10}  {'P(rank | X)':>11}", file=out)
+    say(f"\n{'rank':>5}  {'log-evidence':>16} {'± SE':>10}  {'P(rank | X)':>11}")
     for rank, logz, se, prob in zip(
         selector.ranks_, selector.log_evidence_, selector.log_evidence_std_, selector.model_probabilities_
     ):
@@ -274,13 +248,13 @@ def _nmf_rank(args, out):
         if args.method == "rti" and se > args.tol:
             mark += "  (error bar above --tol)"
         if int(rank) in selector.errors_:
-            print(f"{rank:>5}  {'failed':>16} {'':>10}  {'':>11}  {selector.errors_[int(rank)]}", file=out)
+            say(f"{rank:>5}  {'failed':>16} {'':>10}  {'':>11}  {selector.errors_[int(rank)]}")
         else:
-            print(f"{rank:>5}  {logz:16.1f} {se:10.1f}  {prob:11.3f}{mark}", file=out)
-    print(f"\nchosen rank: {selector.best_rank_}  ({elapsed:.1f} s)", file=out)
-    print(_decision(selector), file=out)
+            say(f"{rank:>5}  {logz:16.1f} {se:10.1f}  {prob:11.3f}{mark}")
+    say(f"\nchosen rank: {selector.best_rank_}  ({elapsed:.1f} s)")
+    say(_decision(selector))
     for w in caught:
-        print(f"warning: {w.message}", file=out)
+        say(f"warning: {w.message}")
 
     if args.json is not None:
         record = {
@@ -290,6 +264,7 @@ def _nmf_rank(args, out):
             "scale": args.scale,
             "likelihood": args.likelihood,
             "likelihood_shape": args.likelihood_shape if args.likelihood == "gamma" else None,
+            "noise_floor": noise_floor,
             "power": power,
             "prior_rate": prior_rate,
             "prior_rates": [rates[int(r)] for r in selector.ranks_],
@@ -310,7 +285,7 @@ def _nmf_rank(args, out):
             "wall_time": elapsed,
         }
         args.json.write_text(json.dumps(record, indent=2) + "\n")
-        print(f"results written to {args.json}", file=out)
+        say(f"results written to {args.json}")
     if args.plot is not None:
         import matplotlib
 
@@ -320,7 +295,7 @@ def _nmf_rank(args, out):
         display = EvidenceCurveDisplay.from_estimator(selector, name=names)
         display.ax_.set_title(f"NMF rank of {names}")
         display.figure_.savefig(args.plot, dpi=120, bbox_inches="tight")
-        print(f"evidence curve written to {args.plot}", file=out)
+        say(f"evidence curve written to {args.plot}")
     return 0
 
 

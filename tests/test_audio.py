@@ -411,3 +411,32 @@ def test_pipeline_selects_a_rank_and_scores(rng):
     np.testing.assert_array_equal(pipe[-1].log_evidence_, direct.log_evidence_)
     assert score == direct.score(X)
     assert pipe.transform(x).shape == (20, pipe[-1].best_rank_)
+
+
+def test_quantization_step_is_read_from_the_samples():
+    from skevidence.audio import quantization_step
+
+    rng = np.random.default_rng(0)
+    pcm = rng.integers(-3000, 3000, size=5000).astype(np.int16)
+    x = pcm / 32768.0
+    assert quantization_step(x) == 1 / 32768
+    assert quantization_step(0.3 * x) == pytest.approx(0.3 / 32768, rel=1e-12)
+    assert quantization_step(rng.normal(size=5000)) == 0.0  # float samples lie on no lattice
+    # A pure tone holds few values, 5 steps apart at the least: the lattice is still the 16-bit one.
+    tone = np.round(0.3 * 32767 * np.sin(2 * np.pi * 440 * np.arange(8000) / 8000)) / 32768
+    assert quantization_step(tone) == 1 / 32768
+    assert quantization_step(np.zeros(10)) == 0.0
+
+
+@pytest.mark.parametrize("power", [1, 2])
+def test_noise_floor_is_the_quantisation_noise_spectrum(power):
+    """The floor is the mean spectrogram entry of the rounding noise alone, and scales with the waveform."""
+    rng = np.random.default_rng(1)
+    y = rng.normal(0.0, 0.3, 200_000)
+    q = np.round(y * 32768) / 32768
+    spec = SpectrogramTransformer(power=power, scale=2.0).fit(q)
+    noise = SpectrogramTransformer(power=power, scale=2.0).fit_transform(q - y)[5:-5, 1:-1]
+    assert spec.noise_floor_ == pytest.approx(noise.mean(), rel=0.01)
+    assert SpectrogramTransformer(power=power, scale=2.0).fit(0.1 * q).noise_floor_ == pytest.approx(
+        0.1**power * spec.noise_floor_, rel=1e-9)
+    assert SpectrogramTransformer(power=power).fit(y).noise_floor_ == 0.0

@@ -36,6 +36,7 @@ def test_nmf_rank_on_the_bundled_clip_matches_the_selector(tmp_path):
     X = SpectrogramTransformer(scale=32768.0 * record["scale"], sample_rate=rate).fit_transform(x)
     assert record["shape"] == list(X.shape)
     assert record["prior_rate"] == "auto" and record["likelihood"] == "poisson" and record["power"] == 1.0
+    assert record["noise_floor"] == 0.0 and "noise floor none" in run.stdout
     np.testing.assert_allclose(record["prior_rates"], [np.sqrt(r / X.mean()) for r in (1, 2)], rtol=1e-12)
     selector = BayesianNMFRankSelector(
         ranks=(1, 2), prior_rate=record["prior_rate"], random_state=0, tol=1e9,
@@ -163,3 +164,21 @@ def test_nmf_rank_referenced_path_reports_its_decision(tmp_path):
     pieces = record["error_pieces"]
     assert set(pieces) == {"mc_error", "lag_error", "quadrature_error", "mode_error"}
     np.testing.assert_allclose(np.sqrt(sum(np.square(v) for v in pieces.values())), record["log_evidence_std"])
+
+
+def test_nmf_rank_reports_the_noise_floor_it_used(tmp_path):
+    """The exponential likelihood's floor is the recording's quantisation noise; digital silence needs it."""
+    rate = 8000
+    t = np.arange(rate) / rate
+    x = np.concatenate([np.zeros(rate // 2), 0.3 * np.sin(2 * np.pi * 440 * t), np.zeros(rate // 2)])
+    wav = tmp_path / "tone.wav"
+    wavfile.write(wav, rate, np.round(x * 32767).astype(np.int16))
+    out = tmp_path / "out.json"
+    run = _cli("nmf-rank", str(wav), "--ranks", "1", "2", "--temperatures", "4", "--n-samples", "40", "--n-burnin",
+               "20", "--tol", "1e9", "-q", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    record = json.loads(out.read_text())
+    floor = SpectrogramTransformer(scale=32768 * 1e-3, power=2).fit(np.round(x * 32767) / 32768).noise_floor_
+    assert record["noise_floor"] == pytest.approx(floor, rel=1e-12) and floor > 0
+    assert "(the samples' quantisation noise)" in run.stdout
+    assert np.all(np.isfinite(record["log_evidence"]))

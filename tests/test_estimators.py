@@ -314,3 +314,19 @@ def test_searched_random_state_is_not_overwritten():
     scores = search.cv_results_["mean_test_score"]
     assert scores[0] != scores[1]
     assert scores[0] == GaussianAdditiveModel(**FAST, random_state=0).fit(X).log_evidence_
+
+
+def test_run_search_hook_evaluates_several_batches():
+    """The _run_search hook the user guide names: each batch is added to cv_results_ and the best is over all."""
+
+    class TwoBatches(EvidenceGridSearch):
+        def _run_search(self, evaluate_candidates, *, callback_ctx=None):
+            first = evaluate_candidates([{"n_components": 1}, {"n_components": 2}])
+            assert list(first["param_n_components"]) == [1, 2]
+            evaluate_candidates([{"n_components": 3}])
+
+    X = _blobs()
+    search = TwoBatches(GaussianAdditiveModel(prior_mean=1.5, method="exact"), {}).fit(X)
+    expected = [GaussianAdditiveModel(r, prior_mean=1.5, method="exact").fit(X).log_evidence_ for r in (1, 2, 3)]
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], expected)
+    assert search.best_params_ == {"n_components": 1 + int(np.argmax(expected))}

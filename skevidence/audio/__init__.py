@@ -7,6 +7,6 @@ than WAV needs the optional dependency soundfile (``pip install "skevidence[audi
 """
 
 from ._io import load_audio
-from ._spectrogram import SpectrogramTransformer
+from ._spectrogram import SpectrogramTransformer, quantization_step
 
-__all__ = ["SpectrogramTransformer", "load_audio"]
+__all__ = ["SpectrogramTransformer", "load_audio", "quantization_step"]

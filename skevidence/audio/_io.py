@@ -21,35 +21,22 @@ def pcm_to_float(samples, dtype=np.float64):
     uses, are centred first: ``(x - 128) / 128``. Floats are kept as they are.
     """
     samples = np.asarray(samples)
-    kind = samples.dtype.kind
-    if kind == "f":
+    if samples.dtype.kind == "f":
         return samples.astype(dtype, copy=False)
-    if kind not in "iu":
+    if samples.dtype.kind not in "iu":
         raise TypeError(f"PCM samples must be integers or floats, got dtype {samples.dtype}.")
     half = 2.0 ** (8 * samples.dtype.itemsize - 1)
+    centre = half if samples.dtype.kind == "u" else 0.0
     # float64 holds every int32 exactly; the cast to a smaller dtype comes last.
-    out = samples.astype(np.float64)
-    if kind == "u":
-        out -= half
-    out /= half
-    return out.astype(dtype, copy=False)
-
-
-def _read_wav(path):
-    from scipy.io import wavfile
-
-    rate, data = wavfile.read(path)
-    return pcm_to_float(data), int(rate)
+    return ((samples.astype(np.float64) - centre) / half).astype(dtype, copy=False)
 
 
 def _read_soundfile(path, reason):
     try:
         import soundfile
     except ImportError as exc:
-        raise ImportError(
-            f"Reading '{path}' needs the optional dependency soundfile ({reason}): "
-            f"{_SOUNDFILE_HINT}."
-        ) from exc
+        raise ImportError(f"Reading '{path}' needs the optional dependency soundfile ({reason}): "
+                          f"{_SOUNDFILE_HINT}.") from exc
     try:
         # soundfile scales integer formats by the same rule as pcm_to_float.
         data, rate = soundfile.read(path, dtype="float64", always_2d=True)
@@ -116,12 +103,7 @@ def load_audio(path, *, mono=True, dtype=np.float64):
     """
     if not isinstance(mono, (bool, np.bool_)):
         raise TypeError(f"mono must be True or False, got {mono!r}.")
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(
-            f"dtype must be a floating-point type such as np.float64, got {dtype!r}."
-        ) from exc
+    dtype = np.dtype(dtype)  # numpy names a dtype it does not know
     if dtype.kind != "f":
         raise TypeError(f"dtype must be a floating-point type such as np.float64, got {dtype}.")
     path = Path(os.fspath(path))
@@ -131,17 +113,18 @@ def load_audio(path, *, mono=True, dtype=np.float64):
         raise IsADirectoryError(f"'{path}' is a directory, not an audio file.")
 
     if path.suffix.lower() in _WAV_SUFFIXES:
+        from scipy.io import wavfile
+
         try:
-            data, rate = _read_wav(path)
+            rate, data = wavfile.read(path)
+            data = pcm_to_float(data)
         except ValueError as exc:
             # Compressed WAV encodings (ADPCM, mu-law...) are beyond scipy, not soundfile.
             try:
                 data, rate = _read_soundfile(path, "scipy cannot read this WAV encoding")
             except ImportError:
-                raise ValueError(
-                    f"scipy cannot read the WAV file '{path}' ({exc}); soundfile may: "
-                    f"{_SOUNDFILE_HINT}."
-                ) from exc
+                raise ValueError(f"scipy cannot read the WAV file '{path}' ({exc}); soundfile may: "
+                                 f"{_SOUNDFILE_HINT}.") from exc
     else:
         kind = path.suffix or "a file without suffix"
         data, rate = _read_soundfile(path, f"scipy reads only WAV, this is {kind}")
@@ -151,10 +134,8 @@ def load_audio(path, *, mono=True, dtype=np.float64):
     if data.shape[0] == 0 or data.shape[1] == 0:
         raise ValueError(f"'{path}' holds no audio samples (empty recording).")
     if not np.all(np.isfinite(data)):
-        raise ValueError(
-            f"'{path}' holds NaN or infinite samples ({np.count_nonzero(~np.isfinite(data))} of "
-            f"{data.size}); repair the file, e.g. replace them with zeros, before loading it."
-        )
+        raise ValueError(f"'{path}' holds NaN or infinite samples ({np.count_nonzero(~np.isfinite(data))} of "
+                         f"{data.size}); repair the file, e.g. replace them with zeros, before loading it.")
     if mono:
         data = data.mean(axis=1, dtype=np.float64)
     return np.ascontiguousarray(data, dtype=dtype), rate

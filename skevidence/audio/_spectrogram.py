@@ -1,5 +1,6 @@
-"""Magnitude spectrograms of waveforms, frames as rows, for Poisson NMF."""
+"""Magnitude and power spectrograms of waveforms, frames as rows, with the noise floor of their samples."""
 
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -9,17 +10,32 @@ from scipy.signal import ShortTimeFFT, get_window
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-__all__ = ["SpectrogramTransformer"]
+__all__ = ["SpectrogramTransformer", "quantization_step"]
 
 #: Full scale of 16-bit PCM: a waveform in [-1, 1) times this is in int16 sample units.
 INT16_FULL_SCALE = 2.0**15
 
 
-def _check_not_silent(S):
-    """``S``, or a ``ValueError`` if the spectrogram is all zeros: nothing to factorise or select."""
-    if not np.any(S):
-        raise ValueError("the spectrogram is all zeros (silent recording): nothing to factorise.")
-    return S
+def quantization_step(x):
+    """The step of the lattice the samples of ``x`` lie on (PCM read as floats), or 0 if they lie on none.
+
+    A PCM recording read as floats holds integer multiples of one step (1/32768
+    for 16-bit samples, times any factor applied since). The step is the
+    largest divisor of the smallest gap between the sample values (the gap over
+    1, 2, ... 256) that divides every one of them; samples of a float
+    recording (synthesised, resampled) lie on no such lattice.
+    """
+    values = np.unique(np.abs(np.asarray(x, dtype=np.float64)))
+    gaps = np.diff(values)
+    gaps = gaps[gaps > 0]
+    if gaps.size == 0:
+        return 0.0
+    for k in range(1, 257):
+        step = float(gaps.min()) / k
+        units = values / step
+        if units.max() < 2**32 and np.allclose(units, np.round(units), rtol=0.0, atol=1e-6):
+            return step
+    return 0.0
 
 
 class SpectrogramTransformer(TransformerMixin, BaseEstimator):
@@ -87,6 +103,19 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         The hop used (``n_fft // 2`` when ``hop_length`` is ``None``).
     window_ : ndarray of shape (n_fft,)
         The window used.
+    noise_floor_ : float
+        The expected value of an entry of the spectrogram of the waveforms'
+        quantisation noise alone, in the output's units: every recording's
+        noise floor. PCM samples lie on a lattice of step :math:`\Delta`
+        (1/32768 for 16-bit samples read by :func:`load_audio`), and rounding
+        to it adds white noise of variance :math:`\Delta^2/12` a sample, whose
+        STFT has the power :math:`s^2 = \Delta^2/12 \sum_n w[n]^2` in every bin;
+        the floor is :math:`\Gamma(1 + p/2)\,(c\,s)^p`. The step is read from
+        the samples themselves (:func:`quantization_step`), so that scaling a
+        waveform scales its floor with it; samples on no lattice (a float
+        recording) have no known floor, 0. With several recordings, the
+        largest floor. Pass it to :class:`~skevidence.PoissonNMF`'s
+        ``noise_floor`` with the exponential likelihood (``power=2``).
 
     See Also
     --------
@@ -170,15 +199,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         "sample_rate": [Interval(Real, 0, None, closed="neither"), None],
     }
 
-    def __init__(
-        self,
-        n_fft=512,
-        hop_length=None,
-        window="hamming",
-        scale="int16",
-        power=1.0,
-        sample_rate=None,
-    ):
+    def __init__(self, n_fft=512, hop_length=None, window="hamming", scale="int16", power=1.0, sample_rate=None):
         self.n_fft = n_fft
         self.hop_length = hop_length
         self.window = window
@@ -200,49 +221,38 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
 
     # -- set-up -------------------------------------------------------------
 
-    def _hop(self):
-        hop = self.n_fft // 2 if self.hop_length is None else int(self.hop_length)
-        if hop > self.n_fft:
-            raise ValueError(
-                f"hop_length={hop} exceeds n_fft={self.n_fft}: the samples between frames would "
-                "be skipped and the STFT could not be inverted. Use hop_length <= n_fft (None "
-                "gives n_fft // 2, 50% overlap)."
-            )
-        return hop
-
     def _window(self):
         n_fft, window = self.n_fft, self.window
         if isinstance(window, (str, tuple)):
             try:
                 values = get_window(window, n_fft, fftbins=True)
             except (ValueError, TypeError) as exc:
-                raise ValueError(
-                    f"window={window!r} is not a window scipy.signal.get_window knows ({exc}). "
-                    "Use a name such as 'hamming' or 'hann', a tuple such as ('kaiser', 8.0), "
-                    f"or an array of n_fft={n_fft} values."
-                ) from exc
+                raise ValueError(f"window={window!r} is not a window scipy.signal.get_window knows ({exc}). Use a name "
+                                 "such as 'hamming' or 'hann', a tuple such as ('kaiser', 8.0), or an array of "
+                                 f"n_fft={n_fft} values.") from exc
         else:
             try:
                 values = np.asarray(window, dtype=np.float64)
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"window must hold n_fft={n_fft} real numbers ({exc}).") from exc
             if values.shape != (n_fft,):
-                raise ValueError(
-                    f"window has shape {values.shape}, but an explicit window must be 1-D with "
-                    f"n_fft={n_fft} values; change n_fft or the window."
-                )
+                raise ValueError(f"window has shape {values.shape}, but an explicit window must be 1-D with "
+                                 f"n_fft={n_fft} values; change n_fft or the window.")
         if not np.all(np.isfinite(values)) or not np.any(values):
             raise ValueError("window must be finite and not all zero.")
-        return np.asarray(values, dtype=np.float64)
+        return values
 
     def _check_settings(self):
         """Validate the parameters (fitted or not) and build the STFT."""
         self._validate_params()
+        hop = self.n_fft // 2 if self.hop_length is None else int(self.hop_length)
+        if hop > self.n_fft:
+            raise ValueError(f"hop_length={hop} exceeds n_fft={self.n_fft}: the samples between frames would be "
+                             "skipped and the STFT could not be inverted. Use hop_length <= n_fft (None gives n_fft // "
+                             "2, 50% overlap).")
         fs = 1.0 if self.sample_rate is None else float(self.sample_rate)
         # phase_shift=None: each column is the plain rfft of its windowed frame.
-        return ShortTimeFFT(
-            self._window(), self._hop(), fs, fft_mode="onesided", mfft=self.n_fft, phase_shift=None
-        )
+        return ShortTimeFFT(self._window(), hop, fs, fft_mode="onesided", mfft=self.n_fft, phase_shift=None)
 
     # -- input --------------------------------------------------------------
 
@@ -259,22 +269,16 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         if x.ndim == 2 and 1 in x.shape:
             x = x.reshape(-1)
         if x.ndim != 1:
-            raise ValueError(
-                f"{what} has shape {x.shape}; a waveform is 1-D (or 2-D with one row or one "
-                "column). Mix a multichannel recording down (load_audio(path, mono=True)) or pass "
-                "its channels as a list of 1-D arrays."
-            )
+            raise ValueError(f"{what} has shape {x.shape}; a waveform is 1-D (or 2-D with one row or one column). Mix "
+                             "a multichannel recording down (load_audio(path, mono=True)) or pass its channels as a "
+                             "list of 1-D arrays.")
         x = x.astype(np.float64)
         if not np.all(np.isfinite(x)):
-            raise ValueError(
-                f"{what} contains NaN or infinity ({np.count_nonzero(~np.isfinite(x))} samples); "
-                "remove or replace them, e.g. with np.nan_to_num."
-            )
+            raise ValueError(f"{what} contains NaN or infinity ({np.count_nonzero(~np.isfinite(x))} samples); "
+                             "remove or replace them, e.g. with np.nan_to_num.")
         if x.size < self.n_fft:
-            raise ValueError(
-                f"{what} has {x.size} samples, fewer than n_fft={self.n_fft}: not one full frame. "
-                "Use a smaller n_fft or a longer recording."
-            )
+            raise ValueError(f"{what} has {x.size} samples, fewer than n_fft={self.n_fft}: not one full frame. "
+                             "Use a smaller n_fft or a longer recording.")
         return x
 
     def _waveforms(self, X):
@@ -287,32 +291,25 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
                 named = [(f"waveform {i} of X", x) for i, x in enumerate(X)]
                 return [(name, self._check_waveform(x, name)) for name, x in named]
             if any(d >= 1 for d in dims):
-                raise ValueError(
-                    "X mixes numbers and arrays; pass one waveform or a list of waveforms."
-                )
+                raise ValueError("X mixes numbers and arrays; pass one waveform or a list of waveforms.")
         return [("the waveform X", self._check_waveform(X, "the waveform X"))]
 
     def _scale_factor(self, x, what):
+        if self.scale not in ("int16", "peak"):
+            return float(self.scale)
+        peak = np.max(np.abs(x))
         if self.scale == "int16":
-            peak = np.max(np.abs(x))
             if peak > 1.0:
                 warnings.warn(
-                    f"{what} reaches {peak:g} in absolute value, but scale='int16' expects samples "
-                    "in [-1, 1) (as load_audio returns). Divide raw int16 samples by 32768, or "
-                    "pass scale=1.0 to use the numbers as they are.",
-                    UserWarning,
-                    stacklevel=3,
-                )
+                    f"{what} reaches {peak:g} in absolute value, but scale='int16' expects samples in [-1, 1) (as "
+                    "load_audio returns). Divide raw int16 samples by 32768, or pass scale=1.0 to use the numbers "
+                    "as they are.", UserWarning, stacklevel=3,
+                )  # fmt: skip
             return INT16_FULL_SCALE
-        if self.scale == "peak":
-            peak = np.max(np.abs(x))
-            if peak == 0:
-                raise ValueError(
-                    f"{what} is silent (all zeros): it cannot be normalised to its peak; drop it "
-                    "or use scale='int16'."
-                )
-            return INT16_FULL_SCALE / peak
-        return float(self.scale)
+        if peak == 0:
+            raise ValueError(f"{what} is silent (all zeros): it cannot be normalised to its peak; drop it or use "
+                             "scale='int16'.")
+        return INT16_FULL_SCALE / peak
 
     # -- API ----------------------------------------------------------------
 
@@ -330,12 +327,20 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : object
-            The transformer, with `n_freq_`, `frequencies_`, `hop_length_`
-            and `window_` set.
+            The transformer, with `n_freq_`, `frequencies_`, `hop_length_`,
+            `window_` and `noise_floor_` set.
         """
         stft = self._check_settings()
-        self._waveforms(X)
+        waveforms = self._waveforms(X)
         self.window_ = stft.win.copy()
+        # The quantisation noise's power in a bin, times the scale, to the power p (a complex Gaussian's
+        # moment); transform warns of samples beyond full scale, not fit.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            floors = [self._scale_factor(x, name) ** self.power * math.gamma(1.0 + self.power / 2.0)
+                      * (quantization_step(x) ** 2 / 12.0 * float(np.sum(self.window_**2))) ** (self.power / 2.0)
+                      for name, x in waveforms]
+        self.noise_floor_ = float(max(floors))
         self.hop_length_ = stft.hop
         self.frequencies_ = np.fft.rfftfreq(self.n_fft, d=1.0 / stft.fs)
         self.n_freq_ = self.frequencies_.size
@@ -368,7 +373,10 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             magnitude = np.abs(stft.stft(x)).T
             magnitude *= self._scale_factor(x, name)
             blocks.append(magnitude if self.power == 1 else magnitude**self.power)
-        return _check_not_silent(np.ascontiguousarray(np.vstack(blocks)))
+        S = np.ascontiguousarray(np.vstack(blocks))
+        if not np.any(S):
+            raise ValueError("the spectrogram is all zeros (silent recording): nothing to factorise.")
+        return S
 
     def stft(self, waveform):
         """Complex STFT of one waveform, with the framing of :meth:`transform`.
@@ -425,25 +433,19 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             raise TypeError(f"Z must hold numbers, got dtype {Z.dtype}.")
         n_freq = self.n_fft // 2 + 1
         if Z.ndim != 2 or Z.shape[1] != n_freq:
-            raise ValueError(
-                f"Z has shape {Z.shape}, but an STFT of this transformer has shape (n_frames, "
-                f"{n_freq}) (frames as rows, n_fft // 2 + 1 columns)."
-            )
+            raise ValueError(f"Z has shape {Z.shape}, but an STFT of this transformer has shape (n_frames, {n_freq}) "
+                             "(frames as rows, n_fft // 2 + 1 columns).")
         n_frames = stft.p_max(n_samples) - stft.p_min
         if Z.shape[0] != n_frames:
-            raise ValueError(
-                f"Z has {Z.shape[0]} frames, but a waveform of n_samples={n_samples} has "
-                f"{n_frames}; pass the length of the waveform the STFT was computed from."
-            )
+            raise ValueError(f"Z has {Z.shape[0]} frames, but a waveform of n_samples={n_samples} has {n_frames}; "
+                             "pass the length of the waveform the STFT was computed from.")
         if not np.all(np.isfinite(Z)):
             raise ValueError("Z contains NaN or infinity.")
         try:
             x = stft.istft(Z.T.astype(np.complex128), k1=n_samples)
         except ValueError as exc:
-            raise ValueError(
-                f"window={self.window!r} with hop_length={stft.hop} cannot be inverted (some "
-                "sample is covered by no non-zero window value); use a smaller hop_length."
-            ) from exc
+            raise ValueError(f"window={self.window!r} with hop_length={stft.hop} cannot be inverted (some sample is "
+                             "covered by no non-zero window value); use a smaller hop_length.") from exc
         return np.ascontiguousarray(np.real(x), dtype=np.float64)
 
     def get_feature_names_out(self, input_features=None):

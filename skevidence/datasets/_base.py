@@ -16,14 +16,10 @@ EXAMPLE_AUDIO = ("trumpet",)
 
 def _data_file(name, suffix):
     if not isinstance(name, str) or name not in EXAMPLE_AUDIO:
-        raise ValueError(
-            f"Unknown example clip {name!r}; the available ones are {list(EXAMPLE_AUDIO)}."
-        )
+        raise ValueError(f"Unknown example clip {name!r}; the available ones are {list(EXAMPLE_AUDIO)}.")
     path = _DATA_DIR / f"{name}{suffix}"
     if not path.is_file():
-        raise FileNotFoundError(
-            f"The example file '{path}' is missing from the installation; reinstall skevidence."
-        )
+        raise FileNotFoundError(f"The example file '{path}' is missing from the installation; reinstall skevidence.")
     return path
 
 

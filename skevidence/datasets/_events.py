@@ -13,16 +13,6 @@ __all__ = ["TIME_BINS", "event_count_tensor", "load_event_tensor"]
 TIME_BINS = {"hour": 3600, "day": 86400, "week": 7 * 86400, "month": 30 * 86400}
 
 
-def _bin_seconds(bin):
-    if isinstance(bin, str):
-        if bin not in TIME_BINS:
-            raise ValueError(f"bin must be one of {sorted(TIME_BINS)} or a number of seconds, got {bin!r}.")
-        return TIME_BINS[bin]
-    if isinstance(bin, bool) or not np.isscalar(bin) or not np.isfinite(bin) or bin <= 0:
-        raise ValueError(f"bin must be a positive number of seconds or one of {sorted(TIME_BINS)}, got {bin!r}.")
-    return float(bin)
-
-
 def event_count_tensor(senders, receivers, times, *, bin="week"):
     """Count events per (sender, receiver, time bin): a sparse 3-D count tensor.
 
@@ -56,27 +46,23 @@ def event_count_tensor(senders, receivers, times, *, bin="week"):
     """
     senders, receivers = np.asarray(senders), np.asarray(receivers)
     times = np.asarray(times, dtype=np.float64)
-    if not (senders.ndim == receivers.ndim == times.ndim == 1) or not (
-        senders.size == receivers.size == times.size
-    ):
-        raise ValueError(
-            "senders, receivers and times must be 1-D and of the same length, got shapes "
-            f"{senders.shape}, {receivers.shape} and {times.shape}."
-        )
+    if not (senders.ndim == receivers.ndim == times.ndim == 1 and senders.size == receivers.size == times.size):
+        raise ValueError("senders, receivers and times must be 1-D and of the same length, got shapes "
+                         f"{senders.shape}, {receivers.shape} and {times.shape}.")
     if times.size == 0:
         raise ValueError("There are no events: a count tensor needs at least one.")
     if not np.all(np.isfinite(times)):
         raise ValueError("times contain NaN or infinity; remove those events.")
-    width = _bin_seconds(bin)
+    width = TIME_BINS.get(bin, bin) if isinstance(bin, str) else bin
+    if isinstance(width, (str, bool)) or not np.isscalar(width) or not (np.isfinite(width) and width > 0):
+        raise ValueError(f"bin must be one of {sorted(TIME_BINS)} or a positive number of seconds, got {bin!r}.")
     labels = np.concatenate([senders, receivers])
     if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
         raise ValueError("senders or receivers contain NaN or infinity; every event needs two node labels.")
     try:
         nodes, index = np.unique(labels, return_inverse=True)
     except TypeError as exc:
-        raise ValueError(
-            f"node labels must be mutually comparable (all numbers or all strings): {exc}"
-        ) from exc
+        raise ValueError(f"node labels must be mutually comparable (all numbers or all strings): {exc}") from exc
     start = times.min()
     time_bin = np.floor((times - start) / width).astype(np.int64)
     n_bins = int(time_bin.max()) + 1
@@ -118,9 +104,7 @@ def load_event_tensor(path, *, bin="week"):
         with opener(path, "rt") as handle:
             table = np.loadtxt(handle, comments=("%", "#"), usecols=(0, 1, 2), ndmin=2, dtype=np.float64)
     except (OSError, ValueError) as exc:
-        raise ValueError(
-            f"Could not read {path} as an event log of 'sender receiver time' lines: {exc}"
-        ) from exc
+        raise ValueError(f"Could not read {path} as an event log of 'sender receiver time' lines: {exc}") from exc
     if table.shape[0] == 0:
         raise ValueError(f"{path} holds no events.")
     senders, receivers = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)

@@ -181,18 +181,6 @@ class RankSelectorMixin:
         return self._search_ranks(X)
 
     def score(self, X, y=None):
-        """Log-evidence of ``X`` under the best model (cached for the fitted data).
-
-        Parameters
-        ----------
-        X : array-like or sparse
-            Non-negative data, as ``fit`` takes it.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        log_evidence : float
-        """
+        """Log-evidence of ``X`` under the best model: its ``score`` (cached for the fitted data)."""
         check_is_fitted(self)
         return self.best_estimator_.score(X)

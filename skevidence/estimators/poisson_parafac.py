@@ -44,25 +44,15 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         (:func:`~skevidence.cp.sti_log_evidence`), the exact-kernel SMC
         (:func:`~skevidence.cp.smc_log_evidence`) or Chib's method
         (:func:`~skevidence.cp.chib_log_evidence`).
-    method_params : dict or None, default=None
-        Settings of the method: keyword arguments of its function, documented
-        there. A key the method does not take raises a ``ValueError`` listing
-        those it does.
-    tol : float or None, default=1.0
-        ``method="rti"``: the target error bar in nats (see :class:`PoissonNMF`).
-    random_state : int, RandomState instance or None, default=None
-        Seed; an int makes ``fit`` reproducible for any number of threads.
-    verbose : int, default=0
-        Progress reporting.
+    method_params, tol, random_state, verbose
+        As for :class:`PoissonNMF`: the method's settings (keyword arguments of
+        its function), the target error bar of ``method="rti"``, the seed and
+        the progress reporting.
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated :math:`\log p(X)`.
-    log_evidence_std_ : float
-        Its error bar (what it covers depends on ``method``).
-    result_ : EvidenceResult
-        The full record of the estimate (``result_.method == method``).
+    log_evidence_, log_evidence_std_, result_
+        As for :class:`PoissonNMF`: the estimate, its error bar and its record.
     factors_ : tuple of 3 ndarrays
         Posterior means of ``A``, ``B``, ``C``, shapes (I, R), (J, R), (K, R)
         (Chib's method: its point). The model is invariant under rescaling

@@ -1,5 +1,6 @@
 """Model selection by the evidence: every candidate fitted on all the data."""
 
+import math
 import numbers
 import os
 import sys
@@ -9,6 +10,7 @@ import warnings
 import numpy as np
 from scipy import sparse
 from scipy.special import softmax
+from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
@@ -67,14 +69,8 @@ def _fit_candidate(estimator, X, y, fit_params, n_threads, per_worker=None):
     result = getattr(estimator, "result_", None)
     pieces = result.error_pieces if isinstance(result, EvidenceResult) else dict.fromkeys(ERROR_PIECES, np.nan)
     return dict(
-        log_evidence=log_evidence,
-        std=std,
-        **pieces,
-        fit_time=fit_time,
-        score_time=time.perf_counter() - start,
-        error="",
-        estimator=estimator,
-        warnings=[(w.category, str(w.message)) for w in caught],
+        log_evidence=log_evidence, std=std, **pieces, fit_time=fit_time, score_time=time.perf_counter() - start,
+        error="", estimator=estimator, warnings=[(w.category, str(w.message)) for w in caught],
     )
 
 
@@ -101,13 +97,8 @@ def _fit_and_evaluate(index, fit, estimator, X, y, fit_params, error_score, n_th
         if error_score == "raise":
             raise
         return index, dict(
-            log_evidence=error_score,
-            std=np.nan,
-            fit_time=time.perf_counter() - start,
-            score_time=0.0,
-            error=f"{type(exc).__name__}: {exc}",
-            exception=exc,
-            estimator=None,
+            log_evidence=error_score, std=np.nan, fit_time=time.perf_counter() - start, score_time=0.0,
+            error=f"{type(exc).__name__}: {exc}", exception=exc, estimator=None,
         )
 
 
@@ -124,23 +115,16 @@ def _dispatch_order(estimator, candidate_params):
     names = getattr(final, "_cost_params", ())
 
     def cost(params):
-        total = 1.0
-        for key, value in params.items():
-            if key.rsplit("__", 1)[-1] in names and isinstance(value, numbers.Real):
-                total *= float(value)
-        return total
+        costly = [v for k, v in params.items() if k.split("__")[-1] in names and isinstance(v, numbers.Real)]
+        return math.prod(float(v) for v in costly)
 
     return sorted(range(len(candidate_params)), key=lambda i: -cost(candidate_params[i]))
 
 
 def _set_seeds(estimator, seed, searched):
     """Give every ``random_state`` (nested ones too) the same int seed, unless it is searched over."""
-    names = [
-        k
-        for k in estimator.get_params(deep=True)
-        if (k == "random_state" or k.endswith("__random_state")) and k not in searched
-    ]
-    return estimator.set_params(**{name: seed for name in names})
+    names = [k for k in estimator.get_params(deep=True) if k.split("__")[-1] == "random_state" and k not in searched]
+    return estimator.set_params(**dict.fromkeys(names, seed))
 
 
 class EvidenceGridSearch(BaseSearchCV):
@@ -268,18 +252,8 @@ class EvidenceGridSearch(BaseSearchCV):
     cv = None
     return_train_score = False
 
-    def __init__(
-        self,
-        estimator,
-        param_grid,
-        *,
-        n_jobs=None,
-        refit=True,
-        error_score=np.nan,
-        verbose=0,
-        pre_dispatch="2*n_jobs",
-        memory=None,
-    ):
+    def __init__(self, estimator, param_grid, *, n_jobs=None, refit=True, error_score=np.nan, verbose=0,
+                 pre_dispatch="2*n_jobs", memory=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.n_jobs = n_jobs
@@ -292,12 +266,6 @@ class EvidenceGridSearch(BaseSearchCV):
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
         """Evaluate every candidate of ``param_grid``."""
         evaluate_candidates(ParameterGrid(self.param_grid))
-
-    def _candidate_seed(self):
-        random_state = self.estimator.get_params().get("random_state")
-        if isinstance(random_state, numbers.Integral):
-            return int(random_state)
-        return int(seed_sequence(random_state).generate_state(1)[0] & 0x7FFFFFFF)
 
     def fit(self, X, y=None, **fit_params):
         """Fit every candidate on all of ``X`` and rank them by log-evidence.
@@ -322,79 +290,76 @@ class EvidenceGridSearch(BaseSearchCV):
             # tensor; the search never indexes X, so such tensors pass as they are.
             X, y = indexable(X, y)
         base = clone(self.estimator)
-        seed = self._candidate_seed()
-        n_threads = threads_per_task(self.n_jobs)
-        per_worker = dask_threads_per_task()
+        # One int seed for every candidate (see Notes).
+        seed = self.estimator.get_params().get("random_state")
+        if not isinstance(seed, numbers.Integral):
+            seed = seed_sequence(seed).generate_state(1)[0] & 0x7FFFFFFF
+        seed = int(seed)
         fit = _fit_candidate
         if self.memory is not None:
             fit = check_memory(self.memory).cache(_fit_candidate, ignore=["n_threads", "per_worker"])
-        all_params, all_out = [], []
+        n_threads = threads_per_task(self.n_jobs)
+        per_worker = dask_threads_per_task()
+        all_params, out = [], []
 
-        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch,
-                      return_as="generator_unordered") as parallel:
+        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch, return_as="generator_unordered") as parallel:
 
             def evaluate_candidates(candidate_params, more_results=None, callback_ctx=None):
                 candidate_params = list(candidate_params)
                 if not candidate_params:
                     raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
-                # In parallel the costliest candidates go first; results keep
-                # the grid's order and, with one seed for all, do not depend
-                # on the dispatch order.
-                order = list(range(len(candidate_params)))
+                # In parallel the costliest candidates go first; results keep the grid's
+                # order and, with one seed for all, do not depend on the dispatch order.
+                order = range(len(candidate_params))
                 if self.n_jobs not in (None, 1):
                     order = _dispatch_order(base, candidate_params)
-                # Each candidate is reported as soon as it finished: in the order
-                # they were dispatched, the costliest would hold back every
-                # report until it ends (P3's rank 256: 39 minutes of silence).
-                out = parallel(
+                tasks = (
                     delayed(_fit_and_evaluate)(
-                        i,
-                        fit,
-                        _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
-                        X,
-                        y,
-                        fit_params,
-                        self.error_score,
-                        n_threads,
-                        per_worker,
+                        i, fit, _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
+                        X, y, fit_params, self.error_score, n_threads, per_worker,
                     )
                     for i in order
-                )
+                )  # fmt: skip
                 batch = [None] * len(candidate_params)
                 report = progress(len(candidate_params), "EvidenceGridSearch", self.verbose, stream=sys.stdout)
+                # Each candidate is reported as soon as it finished: in the order they
+                # were dispatched, the costliest would hold back every report until it
+                # ends (P3's rank 256: 39 minutes of silence).
                 try:
-                    for i, res in out:
+                    for i, res in parallel(tasks):
                         batch[i] = res
-                        report.update(1, self._describe(len(all_params) + i + 1, candidate_params[i], res))
+                        if res["error"]:
+                            text = f"failed ({res['error']})"
+                        else:
+                            text = f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}"
+                        number = len(all_params) + i + 1
+                        report.update(1, f"candidate {number} {candidate_params[i]}: {text} ({res['fit_time']:.2f} s)")
                 finally:
                     report.close()
                 all_params.extend(candidate_params)
-                all_out.extend(batch)
-                self.cv_results_ = self._format_evidence_results(all_params, all_out)
+                out.extend(batch)
+                self.cv_results_ = self._format_evidence_results(all_params, out)
                 return self.cv_results_
 
             self._run_search(evaluate_candidates)
 
         results = self.cv_results_
-        if all(o["error"] for o in all_out):
+        if all(o["error"] for o in out):
             # Nothing to select: the first candidate's own error says what is wrong.
-            first = all_out[0]["exception"]
-            first.add_note(f"Every one of the {len(all_out)} candidates of EvidenceGridSearch failed.")
+            first = out[0]["exception"]
+            first.add_note(f"Every one of the {len(out)} candidates of EvidenceGridSearch failed.")
             raise first
-        for params, res in zip(all_params, all_out):
+        for params, res in zip(all_params, out):
             for category, message in res.get("warnings", ()):
                 _warn_again(category, message)
             if res["error"]:
-                warnings.warn(
-                    f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
-                    UserWarning,
-                    stacklevel=2,
-                )
+                warnings.warn(f"Candidate {params} failed and was scored {self.error_score}: {res['error']}",
+                              UserWarning, stacklevel=2)
         self.best_index_ = int(results["rank_test_score"].argmin())
         self.best_params_ = results["params"][self.best_index_]
         self.best_score_ = float(results["mean_test_score"][self.best_index_])
         if self.refit:
-            self.best_estimator_ = all_out[self.best_index_]["estimator"]
+            self.best_estimator_ = out[self.best_index_]["estimator"]
             self.refit_time_ = 0.0
         self.scorer_ = check_scoring(self.estimator)
         self.multimetric_ = False
@@ -402,20 +367,12 @@ class EvidenceGridSearch(BaseSearchCV):
         return self
 
     @staticmethod
-    def _describe(index, params, res):
-        if res["error"]:
-            text = f"failed ({res['error']})"
-        else:
-            text = f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}"
-        return f"candidate {index} {params}: {text} ({res['fit_time']:.2f} s)"
-
-    @staticmethod
     def _format_evidence_results(candidate_params, out):
         n = len(candidate_params)
         scores = np.array([o["log_evidence"] for o in out], dtype=np.float64)
         results = {"params": candidate_params}
         for name in sorted({k for p in candidate_params for k in p}):
-            column = np.ma.MaskedArray(np.empty(n, dtype=object), mask=True)
+            column = np.ma.masked_all(n, dtype=object)
             for i, params in enumerate(candidate_params):
                 if name in params:
                     column[i] = params[name]
@@ -435,9 +392,7 @@ class EvidenceGridSearch(BaseSearchCV):
         finite = np.isfinite(scores) & ~failed
         # Rank 1 = largest evidence; failed candidates share the last rank.
         order = np.where(finite, -scores, np.inf)
-        results["rank_test_score"] = (
-            np.searchsorted(np.sort(order), order, side="left") + 1
-        ).astype(np.int32)
+        results["rank_test_score"] = rankdata(order, method="min").astype(np.int32)
         probs = np.zeros(n)
         if finite.any():
             probs[finite] = softmax(scores[finite])

@@ -1,7 +1,7 @@
 """Semi-supervised speech + noise Poisson NMF (Şimşekli et al. 2016, §4.2, eq. 14) for speech enhancement."""
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from numbers import Integral, Real
 
 import numpy as np
@@ -48,35 +48,6 @@ def _objective(X, V, constant, activations, learned_components, prior_rate):
     return divergence + prior_rate * float(activations.sum() + learned_components.sum())
 
 
-def _ratio(X, W, H, floor):
-    V = W @ H
-    np.maximum(V, floor, out=V)
-    return X / V
-
-
-def _update_activations(X, W, H, prior_rate, floor, Q=None):
-    """One EM (multiplicative) update of all of ``W`` with ``H`` fixed, in place.
-
-    ``Q``, if given, is ``X / max(W @ H, floor)`` already computed.
-    """
-    if Q is None:
-        Q = _ratio(X, W, H, floor)
-    W *= (Q @ H.T) / np.maximum(H.sum(axis=1) + prior_rate, _TINY)
-    return W
-
-
-def _update_components(X, W, H, prior_rate, floor, first_learned=0):
-    """One EM update of ``H[first_learned:]``, ``W`` and ``H[:first_learned]`` fixed, in place."""
-    Q = _ratio(X, W, H, floor)
-    Wl = W[:, first_learned:]
-    H[first_learned:] *= (Wl.T @ Q) / np.maximum(Wl.sum(axis=0) + prior_rate, _TINY)[:, None]
-    return H
-
-
-def _small_decrease(path, tol):
-    return tol > 0 and path[-2] - path[-1] <= tol * max(path[-2], _TINY)
-
-
 def _em(X, W, H, *, prior_rate, max_iter, tol, first_learned=0):
     r"""MAP of Poisson NMF with exponential priors by EM, from ``(W, H)``, in place.
 
@@ -84,7 +55,9 @@ def _em(X, W, H, *, prior_rate, max_iter, tol, first_learned=0):
     ``H[first_learned:]`` given ``W`` (the rows above stay fixed). Both are
     the EM steps of the latent-source augmentation (Cemgil 2009), i.e. Lee &
     Seung's KL multiplicative updates with the prior rate added to the
-    denominator, so the objective never increases.
+    denominator, so the objective never increases. It stops when an
+    iteration decreases the objective by at most ``tol`` times its value
+    (never with ``tol=0``), or after ``max_iter`` iterations.
 
     Returns ``(W, H, objective_path, n_iter, converged)``; ``objective_path``
     has ``n_iter + 1`` entries, the first at the starting point.
@@ -92,22 +65,16 @@ def _em(X, W, H, *, prior_rate, max_iter, tol, first_learned=0):
     floor = _floor_of(X)
     constant = _kl_constant(X)
     path = []
-    converged = False
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):
+    for n_iter in range(max_iter + 1):
         V = np.maximum(W @ H, floor)
         path.append(_objective(X, V, constant, W, H[first_learned:], prior_rate))
-        if len(path) > 1 and _small_decrease(path, tol):
-            n_iter -= 1
-            converged = True
-            break
-        _update_activations(X, W, H, prior_rate, floor, Q=X / V)
-        _update_components(X, W, H, prior_rate, floor, first_learned)
-    else:
-        V = np.maximum(W @ H, floor)
-        path.append(_objective(X, V, constant, W, H[first_learned:], prior_rate))
-        converged = _small_decrease(path, tol)
-    return W, H, np.asarray(path), n_iter, converged
+        converged = n_iter > 0 and tol > 0 and path[-2] - path[-1] <= tol * max(path[-2], _TINY)
+        if converged or n_iter == max_iter:
+            return W, H, np.asarray(path), n_iter, converged
+        W *= ((X / V) @ H.T) / np.maximum(H.sum(axis=1) + prior_rate, _TINY)
+        learned = W[:, first_learned:]
+        ratio = X / np.maximum(W @ H, floor)
+        H[first_learned:] *= (learned.T @ ratio) / np.maximum(learned.sum(axis=0) + prior_rate, _TINY)[:, None]
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -143,10 +110,7 @@ class SeparationResult:
     n_iter: int
 
     def __post_init__(self):
-        for name in (
-            "speech_activations", "noise_activations",
-            "speech_components", "noise_components", "objective_path",
-        ):  # fmt: skip
+        for name in [field.name for field in fields(self) if field.type is np.ndarray]:
             array = np.array(getattr(self, name), dtype=np.float64)
             array.flags.writeable = False
             object.__setattr__(self, name, array)
@@ -337,17 +301,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         "random_state": ["random_state"],
     }
 
-    def __init__(
-        self,
-        n_components=32,
-        n_noise_components=5,
-        *,
-        prior_rate=0.0004,
-        max_iter=200,
-        tol=1e-4,
-        speech_components=None,
-        random_state=None,
-    ):
+    def __init__(self, n_components=32, n_noise_components=5, *, prior_rate=0.0004, max_iter=200, tol=1e-4,
+                 speech_components=None, random_state=None):
         self.n_components = n_components
         self.n_noise_components = n_noise_components
         self.prior_rate = prior_rate
@@ -367,31 +322,17 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         return self.components_.shape[0]
 
     def _validate_input(self, X, reset):
-        return validate_data(
-            self, X, reset=reset, dtype=np.float64, ensure_non_negative=True, ensure_min_samples=1
-        )
+        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_non_negative=True, ensure_min_samples=1)
 
-    def _check_speech_components(self, n_freq):
-        H = check_array(
-            self.speech_components,
-            dtype=np.float64,
-            ensure_non_negative=True,
-            input_name="speech_components",
+    def _run_em(self, X, W, H, where, stacklevel, first_learned=0):
+        """:func:`_em` with this estimator's settings; a ConvergenceWarning naming ``where`` if it stops at max_iter."""
+        W, H, path, n_iter, converged = _em(
+            X, W, H, prior_rate=self.prior_rate, max_iter=self.max_iter, tol=self.tol, first_learned=first_learned
         )
-        if H.shape[1] != n_freq:
-            raise ValueError(
-                f"speech_components has {H.shape[1]} frequencies (columns) but X has {n_freq}: "
-                "the dictionary must come from spectrograms of the same size (same n_fft)."
-            )
-        return H.copy()
-
-    def _warn_not_converged(self, where, stacklevel):
-        warnings.warn(
-            f"{where}: EM did not reach tol={self.tol} in max_iter={self.max_iter} iterations; "
-            "increase max_iter (or tol).",
-            ConvergenceWarning,
-            stacklevel=stacklevel,
-        )
+        if self.tol > 0 and not converged:
+            warnings.warn(f"{where}: EM did not reach tol={self.tol} in max_iter={self.max_iter} iterations; increase "
+                          "max_iter (or tol).", ConvergenceWarning, stacklevel=stacklevel)
+        return W, H, path, n_iter
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -412,27 +353,26 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         """
         X = self._validate_input(X, reset=True)
         if self.speech_components is not None:
-            self.components_ = self._check_speech_components(X.shape[1])
+            H = check_array(self.speech_components, dtype=np.float64, ensure_non_negative=True,
+                            input_name="speech_components")
+            if H.shape[1] != X.shape[1]:
+                raise ValueError(f"speech_components has {H.shape[1]} frequencies (columns) but X has {X.shape[1]}: "
+                                 "the dictionary must come from spectrograms of the same size (same n_fft).")
+            self.components_ = H.copy()
             self.n_iter_ = 0
             self.reconstruction_err_ = float("nan")
             self.objective_path_ = np.empty(0)
             return self
         n_frames = X.shape[0]
         if self.n_components > n_frames:
-            raise ValueError(
-                f"n_components={self.n_components} exceeds the number of training frames: X has "
-                f"n_samples = {n_frames}, and a dictionary of more atoms than frames is not "
-                "identified. Use more clean speech or a smaller n_components."
-            )
+            raise ValueError(f"n_components={self.n_components} exceeds the number of training frames: X has "
+                             f"n_samples = {n_frames}, and a dictionary of more atoms than frames is not identified. "
+                             "Use more clean speech or a smaller n_components.")
         rng = check_random_state(self.random_state)
         scale = np.sqrt(X.mean() / self.n_components)
         W = scale * rng.uniform(0.5, 1.5, size=(n_frames, self.n_components))
         H = scale * rng.uniform(0.5, 1.5, size=(self.n_components, X.shape[1]))
-        W, H, path, n_iter, converged = _em(
-            X, W, H, prior_rate=self.prior_rate, max_iter=self.max_iter, tol=self.tol
-        )
-        if self.tol > 0 and not converged:
-            self._warn_not_converged("fit", stacklevel=4)
+        W, H, path, n_iter = self._run_em(X, W, H, "fit", stacklevel=4)
         self.components_ = H
         self.n_iter_ = n_iter
         self.objective_path_ = path
@@ -461,10 +401,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         n_frames = X.shape[0]
         r_no = self.n_noise_components
         if r_no > n_frames:
-            raise ValueError(
-                f"n_noise_components={r_no} exceeds the number of frames of the mixture "
-                f"(n_samples = {n_frames}); pass a longer mixture or a smaller n_noise_components."
-            )
+            raise ValueError(f"n_noise_components={r_no} exceeds the number of frames of the mixture (n_samples = "
+                             f"{n_frames}); pass a longer mixture or a smaller n_noise_components.")
         H_sp = self.components_
         r_sp = H_sp.shape[0]
         rng = check_random_state(self.random_state)
@@ -473,23 +411,12 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         # the order of the frames; the random noise atoms break the symmetry.
         speech_level = half_mean / max(float(H_sp.sum(axis=0).mean()), _TINY)
         noise_scale = np.sqrt(half_mean / r_no)
-        W = np.empty((n_frames, r_sp + r_no))
-        W[:, :r_sp] = speech_level
-        W[:, r_sp:] = noise_scale
+        W = np.hstack([np.full((n_frames, r_sp), speech_level), np.full((n_frames, r_no), noise_scale)])
         H = np.vstack([H_sp, noise_scale * rng.uniform(0.5, 1.5, size=(r_no, X.shape[1]))])
-        W, H, path, n_iter, converged = _em(
-            X, W, H,
-            prior_rate=self.prior_rate, max_iter=self.max_iter, tol=self.tol, first_learned=r_sp,
-        )
-        if self.tol > 0 and not converged:
-            self._warn_not_converged("separation", stacklevel=3)
+        W, H, path, n_iter = self._run_em(X, W, H, "separation", stacklevel=3, first_learned=r_sp)
         return SeparationResult(
-            speech_activations=W[:, :r_sp],
-            noise_activations=W[:, r_sp:],
-            speech_components=H_sp,
-            noise_components=H[r_sp:],
-            objective_path=path,
-            n_iter=n_iter,
+            speech_activations=W[:, :r_sp], noise_activations=W[:, r_sp:], speech_components=H_sp,
+            noise_components=H[r_sp:], objective_path=path, n_iter=n_iter,
         )
 
     def separate(self, X):

@@ -4,6 +4,7 @@ from collections import namedtuple
 from numbers import Real
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils._plotting import _validate_style_kwargs
 from sklearn.utils.validation import check_is_fitted
 
@@ -13,25 +14,23 @@ from ..evidence._result import ERROR_PIECES
 __all__ = ["EvidenceCurveDisplay"]
 
 #: Attributes a fitted rank selector exposes (BayesianNMFRankSelector and its twins).
-_SELECTOR_ATTRIBUTES = ("ranks_", "log_evidence_", "best_rank_")
-
-#: Height of the failed-candidate markers, in axes coordinates (0 = the x axis).
-_FAILED_MARKER_Y = 0.0
+_SELECTOR_ATTRIBUTES = ["ranks_", "log_evidence_", "best_rank_"]
 
 _MISSING = object()
 
-_Curve = namedtuple("_Curve", "x y se failed best")
+#: The display's data sorted by rank; ``best`` indexes the sorted arrays, ``order`` sorts the given ones.
+_Curve = namedtuple("_Curve", "x y se failed best order")
 
 
-def _import_pyplot():
-    """``matplotlib.pyplot``, or an ImportError naming the extra to install."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError(
-            'EvidenceCurveDisplay requires matplotlib: pip install "skevidence[plot]"'
-        ) from exc
-    return plt
+def _axes(ax):
+    """``ax``, or the axes of a new figure; only drawing imports matplotlib, with an error naming the extra."""
+    if ax is None:
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            raise ImportError('EvidenceCurveDisplay requires matplotlib: pip install "skevidence[plot]"') from exc
+        _, ax = plt.subplots()
+    return ax
 
 
 def _format_value(value):
@@ -42,206 +41,55 @@ def _format_value(value):
     return f"{value:g}"
 
 
-def _as_numeric(values, what):
-    array = np.asarray(values)
-    if array.dtype.kind == "O":
-        try:
-            array = array.astype(np.float64)
-        except (TypeError, ValueError):
-            array = None
-    if array is None or array.dtype.kind not in "iuf":
+def _numbers(values, what, shape=None, one=None):
+    """``values`` as float64 (a TypeError unless they are numbers); with ``shape``, one ``one`` per rank."""
+    try:
+        array = np.asarray(values)
+        array = array.astype(np.float64) if array.dtype.kind in "iufO" else None
+    except (TypeError, ValueError):
+        array = None
+    if array is None:
         raise TypeError(f"{what} must be numbers, got {values!r:.200}.")
+    if shape is not None and array.shape != shape:
+        raise ValueError(f"{what} has shape {array.shape} but ranks has shape {shape}: give one {one} per rank.")
     return array
 
 
-def _check_curve(ranks, log_evidence, log_evidence_std, best_rank, param_name):
-    """Validate the display's data; return it sorted by rank."""
-    if not isinstance(param_name, str):
-        raise TypeError(f"param_name must be a str (the x-axis label), got {param_name!r}.")
-    x = _as_numeric(ranks, "ranks")
-    if x.ndim != 1 or x.size == 0:
-        raise ValueError(f"ranks must be a non-empty 1-D sequence, got shape {x.shape}.")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"ranks must be finite, got {x.tolist()}: remove NaN and inf.")
-    if np.unique(x).size != x.size:
-        raise ValueError(
-            f"ranks must not repeat, got {x.tolist()}: give one log-evidence per {param_name}."
-        )
-    y = _as_numeric(log_evidence, "log_evidence").astype(np.float64)
-    if y.shape != x.shape:
-        raise ValueError(
-            f"log_evidence has shape {y.shape} but ranks has shape {x.shape}: give one "
-            "log-evidence per rank."
-        )
-    failed = ~np.isfinite(y)
-    if failed.all():
-        raise ValueError(
-            "every log-evidence is NaN or infinite (every candidate failed): there is no curve "
-            "to draw."
-        )
-    se = None
-    if log_evidence_std is not None:
-        se = _as_numeric(log_evidence_std, "log_evidence_std").astype(np.float64)
-        if se.shape != x.shape:
-            raise ValueError(
-                f"log_evidence_std has shape {se.shape} but ranks has shape {x.shape}: give one "
-                "standard error per rank (NaN where unknown), or None."
-            )
-        if np.any(se < 0) or np.any(np.isinf(se)):
-            raise ValueError(
-                "log_evidence_std must be non-negative and finite (NaN where unknown), got "
-                f"{se.tolist()}."
-            )
-    if best_rank is None:
-        best = int(np.argmax(np.where(failed, -np.inf, y)))
-    else:
-        if isinstance(best_rank, bool) or not isinstance(best_rank, Real):
-            raise TypeError(
-                f"best_rank must be a number, one of the ranks, or None; got {best_rank!r}."
-            )
-        matches = np.flatnonzero(x == best_rank)
-        if matches.size == 0:
-            raise ValueError(f"best_rank={best_rank!r} is not one of the ranks {x.tolist()}.")
-        best = int(matches[0])
-        if failed[best]:
-            raise ValueError(
-                f"best_rank={best_rank!r} has no finite log-evidence (its fit failed), so it "
-                f"cannot be the chosen {param_name}: pass the rank actually chosen, or None for "
-                "the largest evidence."
-            )
-    order = np.argsort(x, kind="stable")
-    return _Curve(
-        x=x[order],
-        y=y[order],
-        se=None if se is None else se[order],
-        failed=failed[order],
-        best=int(np.flatnonzero(order == best)[0]),
-    )
-
-
-def _check_n_std(n_std):
-    if isinstance(n_std, bool) or not isinstance(n_std, Real):
-        raise TypeError(f"n_std must be a number of standard errors, got {n_std!r}.")
-    if not (np.isfinite(n_std) and n_std >= 0):
-        raise ValueError(
-            f"n_std must be finite and non-negative (0 hides the error bars), got {n_std!r}."
-        )
-    return float(n_std)
-
-
-def _resolve_xscale(xscale, x):
-    """``"linear"`` or ``"log2"``; ``None`` chooses log2 for three or more powers of two."""
-    if xscale not in (None, "linear", "log2"):
-        raise ValueError(f"xscale must be None, 'linear' or 'log2', got {xscale!r}.")
-    x = x.astype(np.float64)
-    positive = bool(np.all(x > 0))
-    if xscale == "log2" and not positive:
-        raise ValueError(
-            f"xscale='log2' needs positive ranks, got {x.tolist()}: use xscale='linear'."
-        )
-    if xscale is None:
-        exponents = np.log2(x) if positive else None
-        powers_of_two = positive and bool(np.all(exponents == np.round(exponents)))
-        xscale = "log2" if powers_of_two and x.size >= 3 else "linear"
-    return xscale
-
-
 def _same(a, b):
-    """Equality of two parameter values that may be arrays or estimators."""
-    if a is b:
-        return True
-    if a is _MISSING or b is _MISSING:
-        return False
+    """Equality of two parameter values that may be arrays or estimators (``_MISSING`` equals only itself)."""
     try:
-        return np.shape(a) == np.shape(b) and bool(np.all(a == b))
+        return a is b or (np.shape(a) == np.shape(b) and bool(np.all(a == b)))
     except Exception:  # values that cannot be compared (e.g. ragged arrays) are distinct
         return False
 
 
-def _n_distinct(values):
-    distinct = []
-    for value in values:
-        if not any(_same(value, seen) for seen in distinct):
-            distinct.append(value)
-    return len(distinct)
+def _search_slice(search, param_name):
+    """The parameter on the x axis and the indices of its candidates in ``cv_results_``.
 
-
-def _curve_from_search(search, param_name):
-    """Ranks, log-evidences, standard errors and best value of one searched parameter."""
+    With several searched parameters the curve is the slice of the grid
+    through the best candidate: every other parameter at its best value.
+    """
     check_is_fitted(search, ["cv_results_", "best_params_"])
-    results = search.cv_results_
-    params = list(results["params"])
+    params = search.cv_results_["params"]
     names = sorted({name for p in params for name in p})
     if not names:
-        raise ValueError(
-            "the EvidenceGridSearch searched no parameter (empty param_grid): there is no "
-            "curve to draw."
-        )
+        raise ValueError("the EvidenceGridSearch searched no parameter (empty param_grid): there is no curve to draw.")
     if param_name is None:
-        varying = [n for n in names if _n_distinct([p[n] for p in params if n in p]) > 1]
-        if len(names) == 1:
-            param_name = names[0]
-        elif len(varying) == 1:
-            param_name = varying[0]
-        else:
-            raise ValueError(
-                f"the EvidenceGridSearch searched {len(names)} parameters "
-                f"({', '.join(map(repr, names))}): pass param_name=<one of them> to choose the "
-                "x axis; the others are then held at their values in best_params_."
-            )
+        values = {n: [p[n] for p in params if n in p] for n in names}
+        varying = [n for n in names if any(not _same(v, values[n][0]) for v in values[n])]
+        chosen = names if len(names) == 1 else varying
+        if len(chosen) != 1:
+            raise ValueError(f"the EvidenceGridSearch searched {len(names)} parameters "
+                             f"({', '.join(map(repr, names))}): pass param_name=<one of them> to choose the x axis; "
+                             "the others are then held at their values in best_params_.")
+        param_name = chosen[0]
     elif param_name not in names:
-        raise ValueError(
-            f"param_name={param_name!r} is not a searched parameter; choose one of {names}."
-        )
+        raise ValueError(f"param_name={param_name!r} is not a searched parameter; choose one of {names}.")
     best = search.best_params_
     others = [n for n in names if n != param_name]
-    # The slice of the grid through the best candidate: every other parameter at its best value.
-    keep = [
-        i
-        for i, p in enumerate(params)
-        if param_name in p and all(_same(p.get(n, _MISSING), best.get(n, _MISSING)) for n in others)
-    ]
-    values = [params[i][param_name] for i in keep]
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, Real):
-            raise TypeError(
-                f"the searched parameter {param_name!r} takes the non-numeric value {value!r}: "
-                "EvidenceCurveDisplay plots the log-evidence against a numeric parameter."
-            )
-    log_evidence = np.asarray(results["mean_test_score"], dtype=np.float64)[keep]
-    std = results.get("std_log_evidence")
-    std = None if std is None else np.asarray(std, dtype=np.float64)[keep]
-    errors = results.get("error")
-    if errors is not None:
-        # A failed fit is recorded as error_score, which may be a finite number.
-        log_evidence[[bool(errors[i]) for i in keep]] = np.nan
-    return values, log_evidence, std, best[param_name], param_name, _pieces_of(results, keep)
-
-
-def _pieces_of(results, keep=None):
-    """The error bars' pieces recorded in ``cv_results_``, or None if no method reported any."""
-    if results is None:
-        return None
-    pieces = {}
-    for key in ERROR_PIECES:
-        if key in results:
-            values = np.asarray(results[key], dtype=np.float64)
-            pieces[key] = values if keep is None else values[keep]
-    if not pieces or all(np.all(np.isnan(v)) for v in pieces.values()):
-        return None
-    return pieces
-
-
-def _is_rank_selector(estimator):
-    if all(hasattr(estimator, a) for a in _SELECTOR_ATTRIBUTES):
-        return True
-    get_params = getattr(estimator, "get_params", None)
-    if get_params is None:
-        return False
-    try:
-        return "ranks" in get_params(deep=False)
-    except Exception:  # a class object or a broken estimator is not a selector
-        return False
+    keep = [i for i, p in enumerate(params)
+            if param_name in p and all(_same(p.get(n, _MISSING), best.get(n, _MISSING)) for n in others)]
+    return param_name, keep
 
 
 class EvidenceCurveDisplay:
@@ -362,6 +210,46 @@ class EvidenceCurveDisplay:
         self.estimator_name = estimator_name
         self.error_pieces = error_pieces
 
+    def _curve(self):
+        """Validate the display's data; return it sorted by rank."""
+        if not isinstance(self.param_name, str):
+            raise TypeError(f"param_name must be a str (the x-axis label), got {self.param_name!r}.")
+        x = _numbers(self.ranks, "ranks")
+        if x.ndim != 1 or x.size == 0:
+            raise ValueError(f"ranks must be a non-empty 1-D sequence, got shape {x.shape}.")
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"ranks must be finite, got {x.tolist()}: remove NaN and inf.")
+        if np.unique(x).size != x.size:
+            raise ValueError(f"ranks must not repeat, got {x.tolist()}: give one log-evidence per {self.param_name}.")
+        y = _numbers(self.log_evidence, "log_evidence", x.shape, "log-evidence")
+        failed = ~np.isfinite(y)
+        if failed.all():
+            raise ValueError("every log-evidence is NaN or infinite (every candidate failed): there is no curve "
+                             "to draw.")
+        se = None
+        if self.log_evidence_std is not None:
+            se = _numbers(self.log_evidence_std, "log_evidence_std", x.shape, "standard error (NaN where unknown)")
+            if np.any(se < 0) or np.any(np.isinf(se)):
+                raise ValueError(f"log_evidence_std must be non-negative and finite (NaN where unknown), got "
+                                 f"{se.tolist()}.")
+        best_rank = self.best_rank
+        if best_rank is None:
+            best = int(np.argmax(np.where(failed, -np.inf, y)))
+        elif isinstance(best_rank, bool) or not isinstance(best_rank, Real):
+            raise TypeError(f"best_rank must be a number, one of the ranks, or None; got {best_rank!r}.")
+        elif best_rank not in x:
+            raise ValueError(f"best_rank={best_rank!r} is not one of the ranks {x.tolist()}.")
+        else:
+            best = int(np.flatnonzero(x == best_rank)[0])
+            if failed[best]:
+                raise ValueError(f"best_rank={best_rank!r} has no finite log-evidence (its fit failed), so it cannot "
+                                 f"be the chosen {self.param_name}: pass the rank actually chosen, or None for the "
+                                 "largest evidence.")
+        order = np.argsort(x, kind="stable")
+        se = None if se is None else se[order]
+        best = int(np.flatnonzero(order == best)[0])
+        return _Curve(x=x[order], y=y[order], se=se, failed=failed[order], best=best, order=order)
+
     def plot_error_pieces(self, ax=None, *, bar_kw=None):
         """Draw what every rank's error bar is made of: one bar per piece, and the whole.
 
@@ -392,44 +280,31 @@ class EvidenceCurveDisplay:
             If the display has no ``error_pieces`` (the method reported none),
             or a piece's shape does not match ``ranks``.
         """
-        curve = _check_curve(
-            self.ranks, self.log_evidence, self.log_evidence_std, self.best_rank, self.param_name
-        )
+        curve = self._curve()
         if not self.error_pieces:
-            raise ValueError(
-                "this display has no error_pieces: the estimates' method reports no pieces of its "
-                "error bar (referenced TI, reference='vb', does); pass error_pieces={'mc_error': ..., "
-                "...} to draw them."
-            )
+            raise ValueError("this display has no error_pieces: the estimates' method reports no pieces of its error "
+                             "bar (referenced TI, reference='vb', does); pass error_pieces={'mc_error': ..., ...} to "
+                             "draw them.")
         unknown = set(self.error_pieces) - set(ERROR_PIECES)
         if unknown:
             raise ValueError(f"unknown error pieces {sorted(unknown)}; use keys of {list(ERROR_PIECES)}.")
-        order = np.argsort(np.asarray(self.ranks, dtype=np.float64), kind="stable")
-        groups = {}
-        for key, values in self.error_pieces.items():
-            values = _as_numeric(values, key).astype(np.float64)
-            if values.shape != curve.x.shape:
-                raise ValueError(
-                    f"error_pieces[{key!r}] has shape {values.shape} but ranks has shape "
-                    f"{curve.x.shape}: give one value per rank."
-                )
-            groups[ERROR_PIECES[key]] = values[order]
+        groups = {
+            ERROR_PIECES[key]: _numbers(values, f"error_pieces[{key!r}]", curve.x.shape, "value")[curve.order]
+            for key, values in self.error_pieces.items()
+        }
         if curve.se is not None:
             groups["error bar"] = curve.se
-        plt = _import_pyplot()
-        if ax is None:
-            _, ax = plt.subplots()
+        ax = _axes(ax)
         positions = np.arange(curve.x.size, dtype=np.float64)
         width = 0.8 / len(groups)
         self.error_pieces_bars_ = {}
         for i, (name, values) in enumerate(groups.items()):
             kw = _validate_style_kwargs({"label": name, "color": f"C{i}"}, bar_kw or {})
+            offset = (i - (len(groups) - 1) / 2) * width
             # NaN (not reported, or a failed fit) draws no bar.
-            self.error_pieces_bars_[name] = ax.bar(positions + (i - (len(groups) - 1) / 2) * width,
-                                                   np.nan_to_num(values, nan=0.0), width, **kw)
+            self.error_pieces_bars_[name] = ax.bar(positions + offset, np.nan_to_num(values), width, **kw)
         ax.set_xticks(positions, labels=[_format_value(v) for v in curve.x])
-        ax.set_xlabel(self.param_name)
-        ax.set_ylabel("nats")
+        ax.set(xlabel=self.param_name, ylabel="nats")
         finite = np.concatenate([v[np.isfinite(v)] for v in groups.values()])
         if finite.size and np.all(finite > 0):
             ax.set_yscale("log")
@@ -437,9 +312,7 @@ class EvidenceCurveDisplay:
         self.error_pieces_ax_ = ax
         return self
 
-    def plot(
-        self, ax=None, *, n_std=2, xscale=None, name=None, errorbar_kw=None, best_marker_kw=None
-    ):
+    def plot(self, ax=None, *, n_std=2, xscale=None, name=None, errorbar_kw=None, best_marker_kw=None):
         """Draw the curve.
 
         Parameters
@@ -467,19 +340,24 @@ class EvidenceCurveDisplay:
         display : EvidenceCurveDisplay
             This object, with ``ax_``, ``figure_`` and the artists set.
         """
-        curve = _check_curve(
-            self.ranks, self.log_evidence, self.log_evidence_std, self.best_rank, self.param_name
-        )
-        n_std = _check_n_std(n_std)
-        xscale = _resolve_xscale(xscale, curve.x)
-        plt = _import_pyplot()
-        if ax is None:
-            _, ax = plt.subplots()
-        name = self.estimator_name if name is None else name
+        curve = self._curve()
+        if isinstance(n_std, bool) or not isinstance(n_std, Real):
+            raise TypeError(f"n_std must be a number of standard errors, got {n_std!r}.")
+        if not (np.isfinite(n_std) and n_std >= 0):
+            raise ValueError(f"n_std must be finite and non-negative (0 hides the error bars), got {n_std!r}.")
+        if xscale not in (None, "linear", "log2"):
+            raise ValueError(f"xscale must be None, 'linear' or 'log2', got {xscale!r}.")
+        positive = bool(np.all(curve.x > 0))
+        if xscale == "log2" and not positive:
+            raise ValueError(f"xscale='log2' needs positive ranks, got {curve.x.tolist()}: use xscale='linear'.")
+        if xscale is None:
+            # log2 for three or more ranks, all powers of two.
+            powers_of_two = positive and curve.x.size >= 3 and np.all(np.log2(curve.x) % 1 == 0)
+            xscale = "log2" if powers_of_two else "linear"
+        ax = _axes(ax)
         param = self.param_name
 
         ok = ~curve.failed
-        x, y = curve.x[ok].astype(np.float64), curve.y[ok]
         yerr = None
         label = "log-evidence"
         if n_std > 0 and curve.se is not None and np.any(curve.se[ok] > 0):
@@ -487,46 +365,33 @@ class EvidenceCurveDisplay:
             # all-zero ones (exact evidences) draw none and claim none in the legend.
             yerr = n_std * curve.se[ok]
             label += f" ± {n_std:g} SE"
-        kw = {"marker": "o", "capsize": 3, "label": label}
-        kw = _validate_style_kwargs(kw, errorbar_kw or {})
-        self.errorbar_ = ax.errorbar(x, y, yerr=yerr, **kw)
+        kw = _validate_style_kwargs({"marker": "o", "capsize": 3, "label": label}, errorbar_kw or {})
+        self.errorbar_ = ax.errorbar(curve.x[ok], curve.y[ok], yerr=yerr, **kw)
         self.line_ = self.errorbar_.lines[0]
 
-        best_x, best_y = float(curve.x[curve.best]), float(curve.y[curve.best])
+        best_x = curve.x[curve.best]
         value = _format_value(best_x)
-        best_label = f"chosen rank {value}" if param == "rank" else f"chosen {param} = {value}"
-        kw = {"marker": "*", "markersize": 15, "color": "C3", "linestyle": "none", "zorder": 3}
-        kw = _validate_style_kwargs({**kw, "label": best_label}, best_marker_kw or {})
-        (self.best_marker_,) = ax.plot([best_x], [best_y], **kw)
-        self.best_line_ = ax.axvline(
-            best_x, color=self.best_marker_.get_color(), linestyle=":", linewidth=1, zorder=1
-        )
+        label = f"chosen rank {value}" if param == "rank" else f"chosen {param} = {value}"
+        kw = {"marker": "*", "markersize": 15, "color": "C3", "linestyle": "none", "zorder": 3, "label": label}
+        kw = _validate_style_kwargs(kw, best_marker_kw or {})
+        (self.best_marker_,) = ax.plot([best_x], [curve.y[curve.best]], **kw)
+        self.best_line_ = ax.axvline(best_x, color=self.best_marker_.get_color(), linestyle=":", linewidth=1, zorder=1)
 
         self.failed_marker_ = None
         if curve.failed.any():
-            failed_x = curve.x[curve.failed].astype(np.float64)
+            failed_x = curve.x[curve.failed]
             listed = ", ".join(_format_value(v) for v in failed_x)
-            # x in data, y in axes coordinates: the crosses sit on the x axis whatever the y limits.
+            # x in data, y in axes coordinates (0 is the x axis): the crosses sit on the x axis whatever the y limits.
             (self.failed_marker_,) = ax.plot(
-                failed_x,
-                np.full(failed_x.size, _FAILED_MARKER_Y),
-                transform=ax.get_xaxis_transform(),
-                marker="x",
-                markersize=9,
-                markeredgewidth=2,
-                linestyle="none",
-                color="0.35",
-                clip_on=False,
-                zorder=4,
+                failed_x, np.zeros(failed_x.size), transform=ax.get_xaxis_transform(), marker="x", markersize=9,
+                markeredgewidth=2, linestyle="none", color="0.35", clip_on=False, zorder=4,
                 label=f"failed (no estimate): {param} {listed}",
-            )
+            )  # fmt: skip
 
-        ax.set_xlabel(param)
-        ax.set_ylabel("log-evidence (nats)")
+        ax.set(xlabel=param, ylabel="log-evidence (nats)")
         if xscale == "log2":
             ax.set_xscale("log", base=2)
-            ticks = curve.x.astype(np.float64)
-            ax.set_xticks(ticks, labels=[_format_value(t) for t in ticks])
+            ax.set_xticks(curve.x, labels=[_format_value(t) for t in curve.x])
             ax.set_xticks([], minor=True)
         else:
             ax.set_xscale("linear")
@@ -535,29 +400,19 @@ class EvidenceCurveDisplay:
 
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         # This curve's entries first, then whatever the reused axes already held.
-        ours = [self.errorbar_, self.best_marker_]
-        if self.failed_marker_ is not None:
-            ours.append(self.failed_marker_)
+        ours = [a for a in (self.errorbar_, self.best_marker_, self.failed_marker_) if a is not None]
         handles, _ = ax.get_legend_handles_labels()
-        ax.legend(handles=ours + [h for h in handles if not any(h is o for o in ours)], title=name)
-
+        others = [h for h in handles if not any(h is o for o in ours)]
+        ax.legend(handles=ours + others, title=self.estimator_name if name is None else name)
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
 
     @classmethod
     def from_estimator(
-        cls,
-        estimator,
-        *,
-        param_name=None,
-        name=None,
-        ax=None,
-        n_std=2,
-        xscale=None,
-        errorbar_kw=None,
+        cls, estimator, *, param_name=None, name=None, ax=None, n_std=2, xscale=None, errorbar_kw=None,
         best_marker_kw=None,
-    ):
+    ):  # fmt: skip
         """Draw the curve of a fitted rank selector or evidence search.
 
         Parameters
@@ -606,70 +461,56 @@ class EvidenceCurveDisplay:
             ``param_name`` was not searched.
         """
         if isinstance(estimator, EvidenceGridSearch):
-            ranks, log_evidence, std, best_rank, param_name, pieces = _curve_from_search(
-                estimator, param_name
-            )
+            param_name, keep = _search_slice(estimator, param_name)
+            results = estimator.cv_results_
+            ranks = [results["params"][i][param_name] for i in keep]
+            if any(isinstance(v, bool) or not isinstance(v, Real) for v in ranks):
+                raise TypeError(f"the searched parameter {param_name!r} takes the non-numeric value(s) {ranks!r:.200}: "
+                                "EvidenceCurveDisplay plots the log-evidence against a numeric parameter.")
+            log_evidence = results["mean_test_score"][keep]
+            std = results["std_log_evidence"][keep]
+            failed = results["error"][keep].astype(bool)
+            best_rank = estimator.best_params_[param_name]
             default_name = type(estimator.estimator).__name__
-        elif _is_rank_selector(estimator):
+        else:
+            if isinstance(estimator, BaseEstimator) and "ranks" in estimator.get_params(deep=False):
+                check_is_fitted(estimator, _SELECTOR_ATTRIBUTES)
             if not all(hasattr(estimator, a) for a in _SELECTOR_ATTRIBUTES):
-                check_is_fitted(estimator, list(_SELECTOR_ATTRIBUTES))
+                hint = (" It has a single log_evidence_; search over one of its parameters with EvidenceGridSearch to "
+                        "get a curve.") if hasattr(estimator, "log_evidence_") else ""
+                raise TypeError("EvidenceCurveDisplay.from_estimator expects a fitted rank selector (ranks_, "
+                                "log_evidence_, best_rank_; e.g. BayesianNMFRankSelector) or a fitted "
+                                f"EvidenceGridSearch, got {type(estimator).__name__}.{hint} For plain arrays use "
+                                "EvidenceCurveDisplay.from_results.")
+            keep = slice(None)
+            results = getattr(estimator, "cv_results_", None)
             ranks = np.asarray(estimator.ranks_)
-            log_evidence = np.array(estimator.log_evidence_, dtype=np.float64)
+            log_evidence = estimator.log_evidence_
             std = getattr(estimator, "log_evidence_std_", None)
-            errors = getattr(estimator, "errors_", None) or {}
-            if errors and log_evidence.shape == ranks.shape:
-                # A failed fit is recorded as error_score, which may be a finite number.
-                log_evidence[np.isin(ranks, list(errors))] = np.nan
+            failed = np.isin(ranks, list(getattr(estimator, "errors_", None) or {}))
             best_rank = estimator.best_rank_
-            pieces = _pieces_of(getattr(estimator, "cv_results_", None))
             param_name = "rank" if param_name is None else param_name
             default_name = type(estimator).__name__
-        else:
-            hint = ""
-            if hasattr(estimator, "log_evidence_"):
-                hint = (
-                    " It has a single log_evidence_; search over one of its parameters with "
-                    "EvidenceGridSearch to get a curve."
-                )
-            raise TypeError(
-                "EvidenceCurveDisplay.from_estimator expects a fitted rank selector (ranks_, "
-                "log_evidence_, best_rank_; e.g. BayesianNMFRankSelector) or a fitted "
-                f"EvidenceGridSearch, got {type(estimator).__name__}.{hint} For plain arrays use "
-                "EvidenceCurveDisplay.from_results."
-            )
+        log_evidence = np.array(log_evidence, dtype=np.float64)  # a copy
+        if failed.shape == log_evidence.shape:
+            # A failed fit is recorded as error_score, which may be a finite number.
+            log_evidence[failed] = np.nan
+        # The error bars' pieces recorded in cv_results_, unless no method reported any.
+        recorded = [key for key in ERROR_PIECES if key in (results or {})]
+        pieces = {key: np.asarray(results[key], dtype=np.float64)[keep] for key in recorded}
+        if all(np.all(np.isnan(v)) for v in pieces.values()):
+            pieces = None
         display = cls(
-            ranks,
-            log_evidence,
-            std,
-            best_rank=best_rank,
-            param_name=param_name,
-            estimator_name=default_name if name is None else name,
-            error_pieces=pieces,
-        )
-        return display.plot(
-            ax=ax,
-            n_std=n_std,
-            xscale=xscale,
-            errorbar_kw=errorbar_kw,
-            best_marker_kw=best_marker_kw,
-        )
+            ranks, log_evidence, std, best_rank=best_rank, param_name=param_name,
+            estimator_name=default_name if name is None else name, error_pieces=pieces,
+        )  # fmt: skip
+        return display.plot(ax=ax, n_std=n_std, xscale=xscale, errorbar_kw=errorbar_kw, best_marker_kw=best_marker_kw)
 
     @classmethod
     def from_results(
-        cls,
-        ranks,
-        log_evidence,
-        log_evidence_std=None,
-        *,
-        best_rank=None,
-        param_name="rank",
-        name=None,
-        ax=None,
-        n_std=2,
-        xscale=None,
-        errorbar_kw=None,
-        best_marker_kw=None,
-    ):
+        cls, ranks, log_evidence, log_evidence_std=None, *, best_rank=None, param_name="rank", name=None, ax=None,
+        n_std=2, xscale=None, errorbar_kw=None, best_marker_kw=None,
+    ):  # fmt: skip
         """Draw the curve from plain arrays (e.g. read back from a JSON file).
 
         Parameters
@@ -689,17 +530,6 @@ class EvidenceCurveDisplay:
             The drawn display.
         """
         display = cls(
-            ranks,
-            log_evidence,
-            log_evidence_std,
-            best_rank=best_rank,
-            param_name=param_name,
-            estimator_name=name,
+            ranks, log_evidence, log_evidence_std, best_rank=best_rank, param_name=param_name, estimator_name=name
         )
-        return display.plot(
-            ax=ax,
-            n_std=n_std,
-            xscale=xscale,
-            errorbar_kw=errorbar_kw,
-            best_marker_kw=best_marker_kw,
-        )
+        return display.plot(ax=ax, n_std=n_std, xscale=xscale, errorbar_kw=errorbar_kw, best_marker_kw=best_marker_kw)

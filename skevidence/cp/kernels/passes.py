@@ -18,6 +18,32 @@ from ..likelihood import entry
 __all__ = ["column_sums", "entry_pass", "fisher_pass", "log_likelihood"]
 
 
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _mean(F, offsets, coords, e, floor):
+    """Listed entry ``e``'s mean: the floor plus the sum over components of the product of its factor rows."""
+    v = floor
+    for r in range(F.shape[1]):
+        p = 1.0
+        for m in range(offsets.shape[0] - 1):
+            p *= F[offsets[m] + coords[e, m], r]
+        v += p
+    return v
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _add_products(F, offsets, coords, e, w, power, out):
+    """Add ``w`` times the ``power``-th power of :math:`\partial v_e / \partial F` to ``out``, row by row."""
+    N = offsets.shape[0] - 1
+    for m in range(N):
+        row = offsets[m] + coords[e, m]
+        for r in range(F.shape[1]):
+            p = 1.0
+            for k in range(N):
+                if k != m:
+                    p *= F[offsets[k] + coords[e, k], r]
+            out[row, r] += w * (p if power == 1 else p * p)
+
+
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_value=True):
     r"""Fill ``out`` with :math:`\partial_F \sum_e \tau(x_e, v_e)` and return :math:`\sum_e \tau(x_e, v_e)`.
@@ -59,22 +85,9 @@ def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_valu
                 out[b, r] += w * F[a, r]
         return total
     for e in range(vals.shape[0]):
-        v = floor
-        for r in range(R):
-            p = 1.0
-            for m in range(N):
-                p *= F[offsets[m] + coords[e, m], r]
-            v += p
-        term, w = entry(vals[e], v, kappa, with_value)
+        term, w = entry(vals[e], _mean(F, offsets, coords, e, floor), kappa, with_value)
         total += term
-        for m in range(N):
-            row = offsets[m] + coords[e, m]
-            for r in range(R):
-                p = w
-                for k in range(N):
-                    if k != m:
-                        p *= F[offsets[k] + coords[e, k], r]
-                out[row, r] += p
+        _add_products(F, offsets, coords, e, w, 1, out)
     return total
 
 
@@ -139,22 +152,7 @@ def fisher_pass(dense2, X, coords, F, offsets, kappa, floor, out):
         out[:I] = Q @ (Ht * Ht)
         out[I:] = Q.T @ (W * W)
         return
-    N = coords.shape[1]
-    R = F.shape[1]
     for e in range(coords.shape[0]):
-        v = floor
-        for r in range(R):
-            p = 1.0
-            for m in range(N):
-                p *= F[offsets[m] + coords[e, m], r]
-            v += p
-        w = kappa / (v * v)
-        for m in range(N):
-            row = offsets[m] + coords[e, m]
-            for r in range(R):
-                p = 1.0
-                for k in range(N):
-                    if k != m:
-                        p *= F[offsets[k] + coords[e, k], r]
-                out[row, r] += w * p * p
+        v = _mean(F, offsets, coords, e, floor)
+        _add_products(F, offsets, coords, e, kappa / (v * v), 2, out)
 
