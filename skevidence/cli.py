@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._config import CLI_DEFAULTS, DECISION_Z, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_SCREEN, STI_DEFAULTS
+from ._config import CLI_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_SCREEN, STI_DEFAULTS
 
 __all__ = ["main"]
 
@@ -145,23 +145,6 @@ def _finite_or_none(values):
     return [float(v) if np.isfinite(v) else None for v in values]
 
 
-def _decision(selector):
-    """Whether the chosen rank stands out from every other by more than their combined error bars."""
-    scores, stds = selector.log_evidence_, selector.log_evidence_std_
-    best = int(np.flatnonzero(selector.ranks_ == selector.best_rank_)[0])
-    others = [i for i in range(scores.size) if i != best and np.isfinite(scores[i])]
-    if not others:
-        return "decided: only one rank was estimated."
-    gaps = [(scores[best] - scores[i]) / math.hypot(stds[best], stds[i]) for i in others]
-    closest = others[int(np.argmin(gaps))]
-    text = (f"the runner-up, rank {selector.ranks_[closest]}, is {scores[best] - scores[closest]:.1f} nats below "
-            f"({min(gaps):.1f} combined error bars)")
-    if selector.decided_:
-        return f"decided: {text}."
-    return (f"NOT decided: {text}, less than {DECISION_Z:g}; lower --tol (or raise --max-refinements) to separate "
-            "them.")
-
-
 def _method_params(args):
     """The selector's ``method_params`` from the command line's chain settings (those not given are left out)."""
     if args.method == "sti":
@@ -240,19 +223,17 @@ def _nmf_rank(args, out):
         selector.fit(X)
     elapsed = time.perf_counter() - start
 
-    say(f"\n{'rank':>5}  {'log-evidence':>16} {'± SE':>10}  {'P(rank | X)':>11}")
-    for rank, logz, se, prob in zip(
-        selector.ranks_, selector.log_evidence_, selector.log_evidence_std_, selector.model_probabilities_
-    ):
-        mark = "  <- chosen" if rank == selector.best_rank_ else ""
-        if args.method == "rti" and se > args.tol:
-            mark += "  (error bar above --tol)"
+    # Every rank is chosen, a contender (within 3 combined error bars of the chosen), out or failed.
+    status = selector.cv_results_["status"]
+    say(f"\n{'rank':>5}  {'log-evidence':>16} {'± SE':>10}  {'P(rank | X)':>11}  status")
+    for rank, logz, se, prob, state in zip(selector.ranks_, selector.log_evidence_, selector.log_evidence_std_,
+                                           selector.model_probabilities_, status):
         if int(rank) in selector.errors_:
-            say(f"{rank:>5}  {'failed':>16} {'':>10}  {'':>11}  {selector.errors_[int(rank)]}")
+            say(f"{rank:>5}  {'':>16} {'':>10}  {'':>11}  failed: {selector.errors_[int(rank)]}")
         else:
-            say(f"{rank:>5}  {logz:16.1f} {se:10.1f}  {prob:11.3f}{mark}")
+            say(f"{rank:>5}  {logz:16.1f} {se:10.1f}  {prob:11.3f}  {state}")
     say(f"\nchosen rank: {selector.best_rank_}  ({elapsed:.1f} s)")
-    say(_decision(selector))
+    say(selector.decision_)
     for w in caught:
         say(f"warning: {w.message}")
 
@@ -274,6 +255,8 @@ def _nmf_rank(args, out):
             "model_probabilities": _finite_or_none(selector.model_probabilities_),
             "best_rank": int(selector.best_rank_),
             "decided": bool(selector.decided_),
+            "decision": selector.decision_,
+            "status": [str(v) for v in status],
             "within_tol": [bool(v) for v in selector.cv_results_.get("within_tol", [])],
             # What every rank's error bar is made of (NaN, written null, where the method reports no piece).
             "error_pieces": {key: _finite_or_none(selector.cv_results_[key]) for key in ERROR_PIECES},

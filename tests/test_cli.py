@@ -160,6 +160,10 @@ def test_nmf_rank_referenced_path_reports_its_decision(tmp_path):
     # Rank 2 is tens of thousands of nats above rank 1 on the clip.
     assert record["best_rank"] == 2 and record["decided"] is True
     assert "decided:" in run.stdout and "NOT decided" not in run.stdout
+    # Every rank is marked: the chosen one, and the others out (or contenders, were the choice open).
+    assert record["status"] == ["out", "chosen"] and record["decision"].startswith("decided:")
+    rows = [line.split() for line in run.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[-1] for r in rows] == ["out", "chosen"]
     # The error bars' pieces, per rank, whose root sum of squares is the bar.
     pieces = record["error_pieces"]
     assert set(pieces) == {"mc_error", "lag_error", "quadrature_error", "mode_error"}
