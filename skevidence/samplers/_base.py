@@ -19,9 +19,6 @@ class Sampler(ABC):
     #: Short name used in results and messages.
     name = "sampler"
 
-    #: Whether the update only makes sense for strictly positive parameters.
-    requires_positive = False
-
     def init_state(self, theta):
         """Per-chain memory for a chain starting at ``theta``."""
         return None
@@ -65,6 +62,10 @@ class Sampler(ABC):
         theta : ndarray of shape (n_params,)
             The new state.
         """
+
+    def __repr__(self):
+        settings = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        return f"{type(self).__name__}({settings})"
 
 
 def mirror(theta, nonnegative):
