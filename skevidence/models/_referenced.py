@@ -18,7 +18,7 @@ Hawryluk et al. 2023).
 import numpy as np
 from scipy.optimize import minimize
 
-from ._base import EvidenceModel
+from ._base import LOG_2PI, EvidenceModel
 
 __all__ = ["GaussianReferencedModel", "laplace_reference"]
 
@@ -66,8 +66,9 @@ def laplace_reference(model, X, y=None, *, random_state=None):
             h = 1e-5 * max(1.0, abs(mode[j]))
             step = np.zeros(d)
             step[j] = h
-            hessian[:, j] = (_full_gradient(model, mode + step, X, y)[1]
-                             - _full_gradient(model, mode - step, X, y)[1]) / (2.0 * h)
+            hessian[:, j] = (
+                _full_gradient(model, mode + step, X, y)[1] - _full_gradient(model, mode - step, X, y)[1]
+            ) / (2.0 * h)
     precision = -(hessian + hessian.T) / 2.0
     if not np.all(np.isfinite(precision)):
         return None
@@ -118,10 +119,8 @@ class GaussianReferencedModel(EvidenceModel):
         self.mean = np.asarray(mean, dtype=np.float64)
         self.chol = np.linalg.cholesky(np.asarray(cov, dtype=np.float64))
         self.n_data_total = int(n_data)
-        d = self.mean.size
         # log q(theta) = log N(z; 0, I) - log |L|.
         self._log_det = float(np.log(np.diag(self.chol)).sum())
-        self._log_norm = -0.5 * d * np.log(2.0 * np.pi)
 
     @property
     def n_params(self):
@@ -138,7 +137,7 @@ class GaussianReferencedModel(EvidenceModel):
         return self.model.n_data(X, y)
 
     def log_prior(self, z):
-        return self._log_norm - 0.5 * float(z @ z)
+        return -0.5 * (self.mean.size * LOG_2PI + float(z @ z))
 
     def grad_log_prior(self, z):
         return -np.asarray(z, dtype=np.float64)
@@ -147,11 +146,6 @@ class GaussianReferencedModel(EvidenceModel):
         r""":math:`\log p(\theta) - \log q(\theta)` and its gradient in ``z``."""
         value = float(self.model.log_prior(theta)) - (self.log_prior(z) - self._log_det)
         return value, self.chol.T @ self.model.grad_log_prior(theta) + z
-
-    def log_likelihood(self, z, X, y=None):
-        theta = self.theta(z)
-        log_lik = np.asarray(self.model.log_likelihood(theta, X, y), dtype=np.float64)
-        return log_lik + self._log_ratio(z, theta)[0] / self.n_data_total
 
     def log_likelihood_and_grad(self, z, X, y=None):
         theta = self.theta(z)
@@ -164,6 +158,3 @@ class GaussianReferencedModel(EvidenceModel):
     def sample_prior(self, rng, size=None):
         shape = self.mean.size if size is None else (int(size), self.mean.size)
         return rng.standard_normal(shape)
-
-    def initial_params(self, rng):
-        return self.sample_prior(rng)

@@ -3,11 +3,10 @@
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ._base import EvidenceModel
+from .._validation import check_int, check_positive_real
+from ._base import LOG_2PI, EvidenceModel
 
 __all__ = ["DiagonalGaussianMixture"]
-
-_LOG_2PI = np.log(2.0 * np.pi)
 
 
 def _log_gamma_variates(rng, shape, size):
@@ -89,23 +88,12 @@ class DiagonalGaussianMixture(EvidenceModel):
         var_shape=1.0,
         var_scale=1.0,
     ):
-        for name, value in (("n_features", n_features), ("n_components", n_components)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        for name, value in (
-            ("weight_concentration", weight_concentration),
-            ("mean_precision", mean_precision),
-            ("var_shape", var_shape),
-            ("var_scale", var_scale),
-        ):
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-        self.n_features = int(n_features)
-        self.n_components = int(n_components)
-        self.weight_concentration = float(weight_concentration)
-        self.mean_precision = float(mean_precision)
-        self.var_shape = float(var_shape)
-        self.var_scale = float(var_scale)
+        self.n_features = check_int("n_features", n_features)
+        self.n_components = check_int("n_components", n_components)
+        self.weight_concentration = check_positive_real("weight_concentration", weight_concentration)
+        self.mean_precision = check_positive_real("mean_precision", mean_precision)
+        self.var_shape = check_positive_real("var_shape", var_shape)
+        self.var_scale = check_positive_real("var_scale", var_scale)
 
     @property
     def n_params(self):
@@ -176,7 +164,7 @@ class DiagonalGaussianMixture(EvidenceModel):
         # catastrophically for data far from the origin relative to their spread.
         diff = X[None, :, None, :] - mu[:, None, :, :]
         sq = diff * diff * np.exp(-s)[:, None, :, :]
-        log_norm = -0.5 * (self.n_features * _LOG_2PI + s.sum(axis=-1))
+        log_norm = -0.5 * (self.n_features * LOG_2PI + s.sum(axis=-1))
         comp = (log_w + log_norm)[:, None, :] - 0.5 * sq.sum(axis=-1)
         return comp, sq
 
@@ -223,13 +211,6 @@ class DiagonalGaussianMixture(EvidenceModel):
         grads = np.concatenate([grad_eta, grad_mu.reshape(m, -1), grad_s.reshape(m, -1)], axis=1)
         return log_lik, grads
 
-    def log_likelihood(self, theta, X, y=None):
-        return self.log_likelihood_particles(theta[None, :], X)[0]
-
-    def log_likelihood_and_grad(self, theta, X, y=None):
-        log_lik, grads = self.log_likelihood_and_grad_particles(theta[None, :], X)
-        return log_lik[0], grads[0]
-
     def _hyper(self):
         return self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
 
@@ -241,9 +222,7 @@ class DiagonalGaussianMixture(EvidenceModel):
         n_kd = self.n_components * self.n_features
         lp_eta = (alpha * eta - np.exp(eta)).sum(axis=-1) - self.n_components * gammaln(alpha)
         lp_s = (-a * s - b * inv_var).sum(axis=(-2, -1)) + n_kd * (a * np.log(b) - gammaln(a))
-        lp_mu = -0.5 * (
-            (s + kappa * mu * mu * inv_var).sum(axis=(-2, -1)) + n_kd * (_LOG_2PI - np.log(kappa))
-        )
+        lp_mu = -0.5 * ((s + kappa * mu * mu * inv_var).sum(axis=(-2, -1)) + n_kd * (LOG_2PI - np.log(kappa)))
         return lp_eta + lp_s + lp_mu
 
     def grad_log_prior_particles(self, thetas):
@@ -257,12 +236,6 @@ class DiagonalGaussianMixture(EvidenceModel):
         grad_s = -0.5 - a + (b + 0.5 * kappa * mu * mu) * inv_var
         m = thetas.shape[0]
         return np.concatenate([grad_eta, grad_mu.reshape(m, -1), grad_s.reshape(m, -1)], axis=1)
-
-    def log_prior(self, theta):
-        return float(self.log_prior_particles(np.asarray(theta)[None, :])[0])
-
-    def grad_log_prior(self, theta):
-        return self.grad_log_prior_particles(np.asarray(theta)[None, :])[0]
 
     def sample_prior(self, rng, size=None):
         m = 1 if size is None else int(size)
@@ -293,6 +266,4 @@ class DiagonalGaussianMixture(EvidenceModel):
         """
         comp, _ = self._component_terms(np.atleast_2d(thetas), X)
         resp = np.exp(comp - logsumexp(comp, axis=-1, keepdims=True))
-        if weights is None:
-            return resp.mean(axis=0)
-        return np.einsum("m,mnk->nk", np.asarray(weights, dtype=np.float64), resp)
+        return np.average(resp, axis=0, weights=weights)
