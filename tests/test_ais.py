@@ -6,13 +6,8 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from skevidence.evidence import ais_log_evidence
-from skevidence.evidence.ais import (
-    _hmc_transition,
-    _Tempered,
-    effective_sample_size,
-    log_mean_weight_variance,
-    systematic_resample,
-)
+from skevidence.evidence._stderr import effective_sample_size
+from skevidence.evidence.ais import _hmc_transition, _Tempered, log_mean_weight_variance, systematic_resample
 from skevidence.models import GaussianAdditive, LinearGaussian
 
 

@@ -6,8 +6,6 @@ import numpy as np
 
 from .._config import DEFAULT_LADDER_POWER, LADDER_ATOL
 
-__all__ = ["check_ladder", "rti_temperatures", "simpson_weights", "temperature_ladder", "trapezoid_weights"]
-
 LADDER_KINDS = ("power", "uniform")
 
 
@@ -39,6 +37,17 @@ def temperature_ladder(n_temperatures, kind="power", power=DEFAULT_LADDER_POWER)
     if not power > 0:
         raise ValueError(f"the ladder power must be positive, got {power!r}.")
     return grid**power
+
+
+def ladder_from(temperatures, kind):
+    """The ladder an evidence method's ``temperatures`` argument describes.
+
+    An int ``T`` gives :func:`temperature_ladder` ``(T, kind)``; anything else
+    is an explicit ladder, checked by :func:`check_ladder`.
+    """
+    if isinstance(temperatures, numbers.Integral) and not isinstance(temperatures, bool):
+        return temperature_ladder(int(temperatures), kind=kind)
+    return check_ladder(temperatures)
 
 
 def check_ladder(temperatures):
