@@ -2,8 +2,6 @@
 
 import numpy as np
 
-__all__ = ["EvidenceModel"]
-
 LOG_2PI = np.log(2.0 * np.pi)
 
 
@@ -65,6 +63,10 @@ class EvidenceModel:
     #: Boolean mask of parameters constrained to be non-negative, or ``None``.
     nonnegative = None
 
+    #: Number of columns of ``X`` (each row one datum) that :meth:`prepare_data`
+    #: checks, or ``None`` for any shape.
+    n_features = None
+
     @property
     def n_params(self):
         """Number of scalar parameters, the length of ``theta`` (``None`` if it depends on the data)."""
@@ -73,10 +75,13 @@ class EvidenceModel:
     def prepare_data(self, X, y=None):
         """Return ``(X, y)`` in the form the other methods expect.
 
-        The default makes float64 C-contiguous arrays and checks that the
-        numbers of rows agree. Models override it to reshape their data.
+        The default makes float64 C-contiguous arrays and checks that ``X``
+        has :attr:`n_features` columns (when set) and ``y`` as many rows as
+        ``X``. Models override it to reshape their data.
         """
         X = np.ascontiguousarray(X, dtype=np.float64)
+        if self.n_features is not None and (X.ndim != 2 or X.shape[1] != self.n_features):
+            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
         if y is not None:
             y = np.ascontiguousarray(y, dtype=np.float64)
             if y.shape[0] != X.shape[0]:

@@ -20,13 +20,11 @@ from scipy.optimize import minimize
 
 from ._base import LOG_2PI, EvidenceModel
 
-__all__ = ["GaussianReferencedModel", "laplace_reference"]
 
-
-def _full_gradient(model, theta, X, y):
-    """:math:`\\log p(\\theta) + \\log p(X \\mid \\theta)` and its gradient, on all the data."""
+def _negative_log_posterior(theta, model, X, y):
+    """:math:`-\\log p(\\theta) - \\log p(X \\mid \\theta)` and its gradient, on all the data."""
     log_lik, grad = model.log_likelihood_and_grad(theta, X, y)
-    return float(np.sum(log_lik)) + float(model.log_prior(theta)), grad + model.grad_log_prior(theta)
+    return -float(np.sum(log_lik)) - float(model.log_prior(theta)), -grad - model.grad_log_prior(theta)
 
 
 def laplace_reference(model, X, y=None, *, random_state=None):
@@ -51,25 +49,23 @@ def laplace_reference(model, X, y=None, *, random_state=None):
     rng = np.random.default_rng(random_state)
     start = np.asarray(model.initial_params(rng), dtype=np.float64).reshape(-1)
 
-    def objective(theta):
-        value, grad = _full_gradient(model, theta, X, y)
-        return -value, -grad
-
+    args = (model, X, y)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        found = minimize(objective, start, jac=True, method="L-BFGS-B", options=dict(maxiter=2000, gtol=1e-9))
+        options = dict(maxiter=2000, gtol=1e-9)
+        found = minimize(_negative_log_posterior, start, args=args, jac=True, method="L-BFGS-B", options=options)
         mode = found.x
         if not np.all(np.isfinite(mode)):
             return None
         d = mode.size
-        hessian = np.empty((d, d))
+        precision = np.empty((d, d))
         for j in range(d):
             h = 1e-5 * max(1.0, abs(mode[j]))
             step = np.zeros(d)
             step[j] = h
-            hessian[:, j] = (
-                _full_gradient(model, mode + step, X, y)[1] - _full_gradient(model, mode - step, X, y)[1]
-            ) / (2.0 * h)
-    precision = -(hessian + hessian.T) / 2.0
+            gradients = _negative_log_posterior(mode + step, *args)[1] - _negative_log_posterior(mode - step, *args)[1]
+            precision[:, j] = gradients / (2.0 * h)
+    # The Hessian of the negative log posterior, symmetrised.
+    precision = (precision + precision.T) / 2.0
     if not np.all(np.isfinite(precision)):
         return None
     try:

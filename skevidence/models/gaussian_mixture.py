@@ -120,17 +120,17 @@ class DiagonalGaussianMixture(EvidenceModel):
             theta[..., k + k * d :].reshape(*lead, k, d),
         )
 
+    def join(self, eta, mu, s):
+        """The ``theta`` (or stack of them) of ``(eta, mu, s)``: the inverse of :meth:`unpack`."""
+        lead = np.shape(eta)[:-1]
+        return np.concatenate([eta, np.reshape(mu, (*lead, -1)), np.reshape(s, (*lead, -1))], axis=-1)
+
     def pack(self, weights, means, variances):
         """The ``theta`` of given weights, means and variances (inverse of :meth:`constrained`).
 
         Of the ``eta`` that map to ``weights`` it returns ``log(weights)``.
         """
-        weights = np.asarray(weights, dtype=np.float64)
-        means = np.asarray(means, dtype=np.float64)
-        variances = np.asarray(variances, dtype=np.float64)
-        lead = weights.shape[:-1]
-        parts = [np.log(weights), means.reshape(*lead, -1), np.log(variances).reshape(*lead, -1)]
-        return np.concatenate(parts, axis=-1)
+        return self.join(np.log(np.asarray(weights, dtype=np.float64)), means, np.log(variances))
 
     def constrained(self, theta):
         """Mixture weights, means and variances of ``theta`` (or of a stack of them).
@@ -147,10 +147,7 @@ class DiagonalGaussianMixture(EvidenceModel):
 
     def prepare_data(self, X, y=None):
         """Return ``X`` as float64 ``(n, n_features)``; ``y`` is ignored (unsupervised model)."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
-        return X, None
+        return super().prepare_data(X)
 
     def _component_terms(self, thetas, X):
         """Per-datum, per-component ``log beta_k + log N(x_n | k)``, and the scaled squares.
@@ -207,16 +204,11 @@ class DiagonalGaussianMixture(EvidenceModel):
         weighted_x = np.einsum("mnk,nd->mkd", resp, X)
         grad_mu = np.exp(-s) * (weighted_x - r_sum[..., None] * mu)
         grad_s = 0.5 * (np.einsum("mnk,mnkd->mkd", resp, sq) - r_sum[..., None])
-        m = thetas.shape[0]
-        grads = np.concatenate([grad_eta, grad_mu.reshape(m, -1), grad_s.reshape(m, -1)], axis=1)
-        return log_lik, grads
-
-    def _hyper(self):
-        return self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
+        return log_lik, self.join(grad_eta, grad_mu, grad_s)
 
     def log_prior_particles(self, thetas):
         """:meth:`log_prior` of each row of ``thetas``, shape ``(M,)``."""
-        alpha, kappa, a, b = self._hyper()
+        alpha, kappa, a, b = self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
         eta, mu, s = self.unpack(np.atleast_2d(thetas))
         inv_var = np.exp(-s)
         n_kd = self.n_components * self.n_features
@@ -227,15 +219,13 @@ class DiagonalGaussianMixture(EvidenceModel):
 
     def grad_log_prior_particles(self, thetas):
         """:meth:`grad_log_prior` of each row of ``thetas``, shape ``(M, n_params)``."""
-        alpha, kappa, a, b = self._hyper()
-        thetas = np.atleast_2d(thetas)
-        eta, mu, s = self.unpack(thetas)
+        alpha, kappa, a, b = self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
+        eta, mu, s = self.unpack(np.atleast_2d(thetas))
         inv_var = np.exp(-s)
         grad_eta = alpha - np.exp(eta)
         grad_mu = -kappa * mu * inv_var
         grad_s = -0.5 - a + (b + 0.5 * kappa * mu * mu) * inv_var
-        m = thetas.shape[0]
-        return np.concatenate([grad_eta, grad_mu.reshape(m, -1), grad_s.reshape(m, -1)], axis=1)
+        return self.join(grad_eta, grad_mu, grad_s)
 
     def sample_prior(self, rng, size=None):
         m = 1 if size is None else int(size)
@@ -244,7 +234,7 @@ class DiagonalGaussianMixture(EvidenceModel):
         # sigma^2 = b / G with G ~ Gamma(a, 1) is InvGamma(a, b).
         s = np.log(self.var_scale) - _log_gamma_variates(rng, self.var_shape, (m, k, d))
         mu = np.sqrt(np.exp(s) / self.mean_precision) * rng.standard_normal((m, k, d))
-        theta = np.concatenate([eta, mu.reshape(m, -1), s.reshape(m, -1)], axis=1)
+        theta = self.join(eta, mu, s)
         return theta[0] if size is None else theta
 
     def responsibilities(self, thetas, X, weights=None):

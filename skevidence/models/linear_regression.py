@@ -45,12 +45,10 @@ class LinearGaussian(GaussianPriorModel):
         """Return the design matrix (with a column of ones for the intercept) and ``y``."""
         if y is None:
             raise ValueError("LinearGaussian is a regression model: y is required.")
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
+        X, y = super().prepare_data(X, np.ravel(y))
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
-        return super().prepare_data(X, np.ravel(y))
+        return X, y
 
     def log_likelihood_particles(self, thetas, X, y=None):
         resid = y - thetas @ X.T

@@ -74,23 +74,17 @@ class SoftmaxRegression(GaussianPriorModel):
         """
         if y is None:
             raise ValueError("SoftmaxRegression is a classification model: y (class labels) is required.")
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
-        y_arr = np.asarray(y)
-        if y_arr.ndim != 1 or y_arr.shape[0] != X.shape[0]:
+        X, _ = super().prepare_data(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be a 1-d array of {X.shape[0]} labels (one per row of X), got shape {y.shape}.")
+        y = np.asarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y) & (y == np.round(y))):
             raise ValueError(
-                f"y must be a 1-d array of {X.shape[0]} labels (one per row of X), got shape {y_arr.shape}."
+                "y must hold integer class indices 0..n_classes-1; map labels to indices first "
+                "(e.g. with np.unique(y, return_inverse=True))."
             )
-        if y_arr.dtype.kind not in "iub":
-            y_float = np.asarray(y_arr, dtype=np.float64)
-            if not np.all(np.isfinite(y_float)) or np.any(y_float != np.round(y_float)):
-                raise ValueError(
-                    "y must hold integer class indices 0..n_classes-1; map labels to indices first "
-                    "(e.g. with np.unique(y, return_inverse=True))."
-                )
-            y_arr = y_float
-        labels = np.ascontiguousarray(y_arr, dtype=np.int64)
+        labels = np.ascontiguousarray(y, dtype=np.int64)
         if labels.size and (labels.min() < 0 or labels.max() >= self.n_classes):
             raise ValueError(
                 f"y holds class indices outside 0..{self.n_classes - 1} "
