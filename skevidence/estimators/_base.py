@@ -67,14 +67,13 @@ class ContinuousEvidenceMixin:
 
     def _validate_fit_data(self, X, y, reset):
         """Validate data; ``reset=None`` checks it without touching fitted state."""
-        kwargs = dict(dtype=np.float64, ensure_min_samples=1)
         if self._supervised:
             if reset is None:
-                return check_X_y(X, y, y_numeric=True, **kwargs)
-            return validate_data(self, X, y, reset=reset, y_numeric=True, **kwargs)
+                return check_X_y(X, y, dtype=np.float64, y_numeric=True)
+            return validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
         if reset is None:
-            return check_array(X, **kwargs), None
-        return validate_data(self, X, reset=reset, **kwargs), None
+            return check_array(X, dtype=np.float64), None
+        return validate_data(self, X, reset=reset, dtype=np.float64), None
 
     def _fit_targets(self, X, y, classes, first):
         if classes is not None:

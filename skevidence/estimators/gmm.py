@@ -70,7 +70,7 @@ def relabel_particles(model, particles, weights):
         if converged:
             break
     take = np.arange(m)[:, None], perms
-    return np.concatenate([eta[take], mu[take].reshape(m, -1), s[take].reshape(m, -1)], axis=1)
+    return model.join(eta[take], mu[take], s[take])
 
 
 class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):

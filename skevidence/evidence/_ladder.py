@@ -51,8 +51,8 @@ def ladder_from(temperatures, kind):
 
 
 def check_ladder(temperatures):
-    """Validate an explicit ladder: finite, strictly increasing, from 0 to 1."""
-    t = np.asarray(temperatures, dtype=np.float64)
+    """Validate an explicit ladder: finite, strictly increasing, from 0 to 1; a copy with exact end points."""
+    t = np.array(temperatures, dtype=np.float64)
     if t.ndim != 1 or t.size < 2:
         raise ValueError(
             f"temperatures must be a 1-D array of at least two values (0 and 1), got shape {t.shape}."
@@ -65,7 +65,6 @@ def check_ladder(temperatures):
         )
     if np.any(np.diff(t) <= 0):
         raise ValueError("the temperature ladder must be strictly increasing.")
-    t = t.copy()
     t[0], t[-1] = 0.0, 1.0
     return t
 
@@ -73,10 +72,7 @@ def check_ladder(temperatures):
 def trapezoid_weights(temperatures):
     r"""Weights :math:`w_i` with :math:`\sum_i w_i f(t_i)` the trapezoid rule on the ladder."""
     dt = np.diff(temperatures)
-    w = np.zeros_like(temperatures)
-    w[:-1] += dt / 2.0
-    w[1:] += dt / 2.0
-    return w
+    return (np.r_[dt, 0.0] + np.r_[0.0, dt]) / 2.0
 
 
 def rti_temperatures(n_temperatures, power=5.0):

@@ -6,8 +6,6 @@ from types import MappingProxyType
 
 import numpy as np
 
-__all__ = ["EvidenceResult", "ERROR_PIECES"]
-
 #: What an error bar can cover, by ``diagnostics`` key, with its name in
 #: reports: the error bar is the root sum of squares of the pieces a method
 #: reports (referenced TI reports all three).

@@ -16,8 +16,6 @@ from ..exceptions import SamplerDivergenceError
 from ..models._trace import ChainTrace
 from ..samplers import mirror
 
-__all__ = ["GradientChainRunner"]
-
 
 def minibatches(n_data, batch_size, rng):
     """Row indices of minibatches of a fixed size, drawn without replacement, forever.
@@ -26,10 +24,10 @@ def minibatches(n_data, batch_size, rng):
     every batch is a simple random sample of the rows (which keeps the
     log-likelihood estimate unbiased) and every row is visited once per epoch.
     Rows left over at the end of a permutation wait for the next epoch.
-    With a batch as large as the data every batch is ``None``: use all rows.
+    With a batch as large as the data every batch is ``slice(None)``, all rows.
     """
     while batch_size >= n_data:
-        yield None
+        yield slice(None)
     while True:
         perm = rng.permutation(n_data)
         for start in range(0, n_data - batch_size + 1, batch_size):
@@ -75,9 +73,7 @@ class GradientChainRunner:
         return mirror(theta, self.model.nonnegative)
 
     def _rows(self, idx):
-        if idx is None:
-            return self.X, self.y
-        return self.X[idx], (None if self.y is None else self.y[idx])
+        return self.X[idx], None if self.y is None else self.y[idx]
 
     def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
         """Run one chain at ``temperature`` from ``state``; see the module docstring."""
@@ -91,13 +87,10 @@ class GradientChainRunner:
         """At t = 0 the target is the prior: exact independent draws."""
         model = self.model
         draws = np.asarray(model.sample_prior(rng, size=n_draws), dtype=np.float64)
-        kept = np.array(
-            [self.scale * model.log_likelihood(theta, *self._rows(next(batches))).sum() for theta in draws]
-        )
+        kept = np.array([self.scale * model.log_likelihood(theta, *self._rows(next(batches))).sum() for theta in draws])
         if not np.all(np.isfinite(kept)):
             raise ValueError(
-                "The log-likelihood is not finite at some prior draws; check that "
-                "the data are valid for the model."
+                "The log-likelihood is not finite at some prior draws; check that the data are valid for the model."
             )
         trace = ChainTrace(kept, n_draws * self.batch_size, np.nan, draws, draws.mean(axis=0))
         return draws[-1].copy(), trace

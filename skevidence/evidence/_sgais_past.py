@@ -41,19 +41,15 @@ class _PastData:
         self.X = grow(self.X, X)
         self.y = None if y is None else grow(self.y, y)
 
-    def _check_rows(self, X, y):
-        if self.X is None:
-            return
-        if X.shape[1:] != self.X.shape[1:]:
-            raise ValueError(
-                f"New data have rows of shape {X.shape[1:]}, but the earlier data of this stream "
-                f"had {self.X.shape[1:]}: every piece of a stream needs the same number of features."
-            )
-        if (y is None) != (self.y is None) or (y is not None and y.shape[1:] != self.y.shape[1:]):
-            raise ValueError("New targets do not match the earlier targets of this stream in presence or shape.")
-
     def append(self, X, y, rng):
-        self._check_rows(X, y)
+        if self.X is not None:
+            if X.shape[1:] != self.X.shape[1:]:
+                raise ValueError(
+                    f"New data have rows of shape {X.shape[1:]}, but the earlier data of this stream "
+                    f"had {self.X.shape[1:]}: every piece of a stream needs the same number of features."
+                )
+            if (y is None) != (self.y is None) or (y is not None and y.shape[1:] != self.y.shape[1:]):
+                raise ValueError("New targets do not match the earlier targets of this stream in presence or shape.")
         n_new, limit = X.shape[0], self.capacity
         free = n_new if limit is None else max(0, min(n_new, limit - self.size))
         if free:
@@ -95,9 +91,8 @@ class _PastData:
     def __getstate__(self):
         # Pickle the rows only, not the unused capacity of the buffers.
         state = self.__dict__.copy()
-        for name in ("X", "y"):
-            if state[name] is not None:
-                state[name] = state[name][: self.size].copy()
+        if self.X is not None:
+            state["X"], state["y"] = self.rows(slice(0, self.size))
         return state
 
 

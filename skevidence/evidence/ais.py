@@ -9,6 +9,7 @@ The weight helpers here are shared with SGAIS.
 
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 from scipy.special import logsumexp
@@ -70,24 +71,17 @@ def _check_prior_sampler(model, method):
         )
 
 
-class _Tempered:
+def _tempered(model, X, y, thetas):
     """Full-data log-likelihood sums, log priors and both gradients of a stack of particles, shapes (M,) / (M, P)."""
-
-    def __init__(self, model, X, y, n_data):
-        self.model, self.X, self.y, self.n_data = model, X, y, n_data
-        self.n_evaluations = 0
-
-    def __call__(self, thetas):
-        model = self.model
-        log_lik, grad_lik = model.log_likelihood_and_grad_particles(thetas, self.X, self.y)
-        self.n_evaluations += thetas.shape[0] * self.n_data
-        return log_lik.sum(axis=1), model.log_prior_particles(thetas), grad_lik, model.grad_log_prior_particles(thetas)
+    log_lik, grad_lik = model.log_likelihood_and_grad_particles(thetas, X, y)
+    return log_lik.sum(axis=1), model.log_prior_particles(thetas), grad_lik, model.grad_log_prior_particles(thetas)
 
 
 def _hmc_transition(tempered, t, thetas, cache, step_size, n_leapfrog, rng):
     """One HMC transition of every particle at inverse temperature ``t``, Metropolis-corrected.
 
-    ``cache`` holds ``(log_lik, log_prior, grad_lik, grad_prior)`` of ``thetas``.
+    ``tempered(thetas)`` is :func:`_tempered` on the data; ``cache`` holds its
+    ``(log_lik, log_prior, grad_lik, grad_prior)`` at ``thetas``.
     Returns the new particles, their cache and the acceptance probabilities.
     """
     log_lik, log_prior, grad_lik, grad_prior = cache
@@ -232,7 +226,7 @@ def ais_log_evidence(
         eps = eps if np.isfinite(eps) and eps > 0 else 0.1
     else:
         eps = step_size
-    tempered = _Tempered(model, X, y, n_data)
+    tempered = partial(_tempered, model, X, y)
     cache = tempered(thetas)
     if not np.all(np.isfinite(cache[0])):
         raise ValueError(
@@ -279,7 +273,8 @@ def ais_log_evidence(
         temperatures=ts,
         expected_log_likelihood=means,
         expected_log_likelihood_std=stds,
-        n_likelihood_evaluations=tempered.n_evaluations,
+        # Every particle on every row: at the prior draws, then at every leapfrog step.
+        n_likelihood_evaluations=n_particles * n_data * (1 + (ts.size - 1) * n_steps * n_leapfrog),
         wall_time=time.perf_counter() - start,
         diagnostics={
             "n_particles": n_particles,

@@ -4,8 +4,6 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-__all__ = ["Sampler", "mirror"]
-
 
 class Sampler(ABC):
     r"""One update rule of stochastic-gradient MCMC.
