@@ -41,9 +41,8 @@ CONTINUOUS_PARAMETER_CONSTRAINTS = {
 def _method_is_sgais(estimator):
     if estimator.method != "sgais":
         raise AttributeError(
-            f"partial_fit updates the evidence online with method='sgais' only; this "
-            f"{type(estimator).__name__} has method={estimator.method!r}. Set method='sgais', "
-            "or call fit with all the data."
+            f"partial_fit updates the evidence online with method='sgais' only; this {type(estimator).__name__} "
+            f"has method={estimator.method!r}. Set method='sgais', or call fit with all the data."
         )
     return True
 
@@ -76,10 +75,9 @@ class ContinuousEvidenceMixin:
         return validate_data(self, X, reset=reset, dtype=np.float64), None
 
     def _fit_targets(self, X, y, classes, first):
+        """The ``(X, y)`` the model sees; ``classes`` is for classifiers only."""
         if classes is not None:
-            raise ValueError(
-                f"classes is only for classifiers; {type(self).__name__}.partial_fit takes classes=None."
-            )
+            raise ValueError(f"classes is only for classifiers; {type(self).__name__}.partial_fit takes classes=None.")
         return X, y
 
     def _set_posterior(self, model, X, y, first):
@@ -100,12 +98,11 @@ class ContinuousEvidenceMixin:
     def _evidence(self, model, X, y):
         """Log-evidence of ``(X, y)`` by ``self.method``."""
         params = self._method_params()
-        if self.method == "exact":
-            return exact_log_evidence(model, X, y)
-        seeded = dict(params, random_state=self.random_state, verbose=self.verbose)
+        if self.method != "exact":
+            params.update(random_state=self.random_state, verbose=self.verbose)
         if self.method == "rti":
-            return self._referenced_evidence(model, X, y, seeded)
-        return METHOD_FUNCTIONS[self.method](model, X, y, **seeded)
+            return self._referenced_evidence(model, X, y, params)
+        return METHOD_FUNCTIONS[self.method](model, X, y, **params)
 
     def _referenced_evidence(self, model, X, y, params):
         """STI on ``model`` seen from its Laplace fit; from the prior, with a warning, if there is none.
@@ -123,12 +120,11 @@ class ContinuousEvidenceMixin:
                 "Hessian is not negative definite); method='rti' ran STI from the prior, as method='sti' "
                 "does (result_.diagnostics['path'] is 'prior').",
                 UserWarning,
-                stacklevel=5,
+                stacklevel=6,
             )
-            result, path = sti_log_evidence(model, X, y, **params), "prior"
-        else:
-            result = sti_log_evidence(GaussianReferencedModel(model, *found, n_data), X, y, **params)
-            path = "laplace"
+        reference = model if found is None else GaussianReferencedModel(model, *found, n_data)
+        result = sti_log_evidence(reference, X, y, **params)
+        path = "prior" if found is None else "laplace"
         return replace(result, method="rti", diagnostics={**result.diagnostics, "path": path})
 
     def _stream_signature(self):
@@ -251,9 +247,8 @@ class ContinuousEvidenceMixin:
         first = getattr(self, "_stream", None) is None
         if not first and self._stream_signature() != self._stream_params:
             raise ValueError(
-                f"The parameters of this {type(self).__name__} changed since its stream started; "
-                "the stored evidence belongs to the old ones. Call fit, or clone the estimator "
-                "to start a new stream."
+                f"The parameters of this {type(self).__name__} changed since its stream started; the stored "
+                "evidence belongs to the old ones. Call fit, or clone the estimator to start a new stream."
             )
         return self._fit_data(X, y, classes, first)
 
@@ -276,7 +271,7 @@ class ContinuousEvidenceMixin:
         log_evidence : float
         """
         check_is_fitted(self)
-        X, y = self._validate_fit_data(X, y, reset=False)
+        X, y = self._fit_targets(*self._validate_fit_data(X, y, reset=False), None, first=False)
         if joblib.hash((X, y)) == self._fitted_data_hash:
             return self.log_evidence_
         return self._evidence(self._make_model(X), X, y).log_evidence
@@ -321,5 +316,4 @@ class ExactEvidenceMixin:
         log_evidence : float
         """
         X, y = self._validate_fit_data(X, y, reset=None)
-        model = self._make_model(X)
-        return model.exact_log_evidence(X) if y is None else model.exact_log_evidence(X, y)
+        return exact_log_evidence(self._make_model(X), X, y).log_evidence

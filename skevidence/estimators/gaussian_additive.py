@@ -128,5 +128,4 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
 
     def _set_posterior(self, model, X, y, first):
         """Exact posterior mean of all observations seen, from their count and sum."""
-        count, total = self._add_moments((X.size, float(X.sum())), first)
-        self.posterior_mean_ = model.posterior_mean_from_moments(count, total)
+        self.posterior_mean_ = model.posterior_mean_from_moments(*self._add_moments((X.size, float(X.sum())), first))

@@ -69,7 +69,6 @@ def relabel_particles(model, particles, weights):
         ref_s = np.einsum("m,mkd->kd", weights, s[take])
         if converged:
             break
-    take = np.arange(m)[:, None], perms
     return model.join(eta[take], mu[take], s[take])
 
 

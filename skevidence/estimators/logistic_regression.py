@@ -146,16 +146,15 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
         return np.searchsorted(self.classes_, y).astype(np.int64)
 
     def _validate_fit_data(self, X, y, reset):
-        """Validate ``(X, y)``; ``y`` comes back as class indices once ``classes_`` is known."""
         X, y = validate_data(self, X, y, reset=bool(reset), dtype=np.float64)
         check_classification_targets(y)
-        if reset:
-            # fit and the first partial_fit learn classes_ from y (or classes=) themselves.
-            return X, y
-        return X, self._encode(y)
+        return X, y
 
     def _fit_targets(self, X, y, classes, first):
-        """Set ``classes_`` on the first call (from ``classes`` or ``y``), then check it."""
+        """Labels as class indices in ``classes_``, which the first call sets (from ``classes`` or ``y``).
+
+        Later calls check ``classes`` against it.
+        """
         if classes is not None:
             classes = np.unique(np.asarray(classes))
         if first:
@@ -166,13 +165,12 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
                     f"({classes.tolist()}); with a single class the evidence is trivially 0."
                 )
             self.classes_ = classes
-            return X, self._encode(y)
-        if classes is not None and not np.array_equal(classes, self.classes_):
+        elif classes is not None and not np.array_equal(classes, self.classes_):
             raise ValueError(
                 f"classes={classes.tolist()} differs from the classes of the first call, "
                 f"{self.classes_.tolist()}; a stream keeps its classes. Call fit to start anew."
             )
-        return X, y
+        return X, self._encode(y)
 
     def _set_posterior(self, model, X, y, first):
         """Particles and the posterior means of the weights and biases."""
@@ -228,5 +226,5 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        proba = self.predict_proba(X)
+        proba = self.predict_proba(X)  # first: it checks that the estimator is fitted
         return self.classes_[np.argmax(proba, axis=1)]

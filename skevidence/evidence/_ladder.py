@@ -54,15 +54,11 @@ def check_ladder(temperatures):
     """Validate an explicit ladder: finite, strictly increasing, from 0 to 1; a copy with exact end points."""
     t = np.array(temperatures, dtype=np.float64)
     if t.ndim != 1 or t.size < 2:
-        raise ValueError(
-            f"temperatures must be a 1-D array of at least two values (0 and 1), got shape {t.shape}."
-        )
+        raise ValueError(f"temperatures must be a 1-D array of at least two values (0 and 1), got shape {t.shape}.")
     if not np.all(np.isfinite(t)):
         raise ValueError("temperatures must be finite.")
     if abs(t[0]) > LADDER_ATOL or abs(t[-1] - 1.0) > LADDER_ATOL:
-        raise ValueError(
-            f"the temperature ladder must start at 0 and end at 1, got {t[0]!r} ... {t[-1]!r}."
-        )
+        raise ValueError(f"the temperature ladder must start at 0 and end at 1, got {t[0]!r} ... {t[-1]!r}.")
     if np.any(np.diff(t) <= 0):
         raise ValueError("the temperature ladder must be strictly increasing.")
     t[0], t[-1] = 0.0, 1.0

@@ -61,8 +61,7 @@ class GradientChainRunner:
     """
 
     def __init__(self, model, X, y, *, sampler, batch_size):
-        self.model, self.X, self.y = model, X, y
-        self.sampler = sampler
+        self.model, self.X, self.y, self.sampler = model, X, y, sampler
         self.n_data = model.n_data(X, y)
         self.batch_size = min(int(batch_size), self.n_data)
         #: Gradient and log-likelihood scale ``N / N_s`` of a minibatch.

@@ -265,7 +265,6 @@ def ais_log_evidence(
             ConvergenceWarning,
             stacklevel=2,
         )
-    w = np.exp(_normalise(log_w))
     return EvidenceResult(
         log_evidence=log_evidence,
         std_error=np.sqrt(log_mean_weight_variance(log_w)),
@@ -289,7 +288,7 @@ def ais_log_evidence(
             # The weighted particles are the posterior sample (estimators keep them).
             "particles": thetas.copy(),
         },
-        posterior_mean=w @ thetas,
+        posterior_mean=np.exp(_normalise(log_w)) @ thetas,
     )
 
 

@@ -245,11 +245,10 @@ def _next_step(log_w, log_lik, max_step, target_ess):
 
 
 def _divergence(state, n_end, beta, eta):
-    s = state.settings
     return SamplerDivergenceError(
         f"SGHMC diverged (non-finite particles) in the SGAIS chunk ending at n={n_end}, at "
         f"inverse temperature {beta:.3g} with learning rate {eta:.3g} "
-        f"(= learning_rate / n = {s['learning_rate']:.3g} / {n_end}). Lower learning_rate, e.g. "
+        f"(= learning_rate / n = {state.settings['learning_rate']:.3g} / {n_end}). Lower learning_rate, e.g. "
         "by a factor of 10: the default suits likelihoods of about unit curvature per datum.",
         temperature=beta,
         step_size=eta,
@@ -261,8 +260,7 @@ def _move(state, model, sampler, Xc, yc, beta, eta, n_end):
     s, past, rng, sampler_state = state.settings, state.past, state.rng, state.sghmc
     theta = state.particles
     m, n_chunk = theta.shape[0], Xc.shape[0]
-    nonnegative = model.nonnegative
-    anchors = state.anchors
+    nonnegative, anchors = model.nonnegative, state.anchors
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(s["n_steps"]):
             grad = model.grad_log_prior_particles(theta)

@@ -106,11 +106,9 @@ def _warn_if_not_increasing(temperatures, means, variances):
     if drops.any():
         i = int(np.argmax(drops))
         warnings.warn(
-            "The estimated expected log-likelihood decreases from "
-            f"t={temperatures[i]:.3g} ({means[i]:.6g}) to t={temperatures[i + 1]:.3g} "
-            f"({means[i + 1]:.6g}), which it cannot do at equilibrium: the chains did not "
-            "equilibrate and the evidence is unreliable. Increase n_samples and n_burnin, "
-            "or lower step_size.",
+            f"The estimated expected log-likelihood decreases from t={temperatures[i]:.3g} ({means[i]:.6g}) to "
+            f"t={temperatures[i + 1]:.3g} ({means[i + 1]:.6g}), which it cannot do at equilibrium: the chains did "
+            "not equilibrate and the evidence is unreliable. Increase n_samples and n_burnin, or lower step_size.",
             ConvergenceWarning,
             stacklevel=3,
         )
@@ -237,8 +235,7 @@ def sti_log_evidence(
     # A fused runner has its own minibatch (a factorisation's part).
     batch_size = runner.batch_size
     if step_size == "auto":
-        final_step = default_step_size(n_data, batch_size, sampler.name)
-        schedule = StepSizeSchedule.ending_at(final_step, step_decay, n_burnin)
+        schedule = StepSizeSchedule.ending_at(default_step_size(n_data, batch_size, sampler.name), step_decay, n_burnin)
     else:
         schedule = StepSizeSchedule(step_size, float(step_decay), n_burnin)
 

@@ -18,7 +18,7 @@ Hawryluk et al. 2023).
 import numpy as np
 from scipy.optimize import minimize
 
-from ._base import LOG_2PI, EvidenceModel
+from ._base import GaussianPriorModel
 
 
 def _negative_log_posterior(theta, model, X, y):
@@ -76,7 +76,7 @@ def laplace_reference(model, X, y=None, *, random_state=None):
     return mode, (cov + cov.T) / 2.0
 
 
-class GaussianReferencedModel(EvidenceModel):
+class GaussianReferencedModel(GaussianPriorModel):
     r"""``model`` seen from a Gaussian reference :math:`q = \mathcal{N}(\mu, LL^T)`, in whitened coordinates.
 
     The parameters are :math:`z`, :math:`\theta = \mu + Lz`; the prior is
@@ -98,7 +98,8 @@ class GaussianReferencedModel(EvidenceModel):
         :math:`N`, the number of rows of the prepared data.
     """
 
-    exact_prior_sampling = True
+    #: The prior of the whitened parameters, N(0, I).
+    prior_var = 1.0
     #: No reweighted draws: from the reference the integrand barely varies over
     #: q's draws, but each draw's minibatch estimate of it is noisy, and weights
     #: p(x|z)^t of such draws follow the noise (they lift the lowest rungs by up
@@ -132,12 +133,6 @@ class GaussianReferencedModel(EvidenceModel):
     def n_data(self, X, y=None):
         return self.model.n_data(X, y)
 
-    def log_prior(self, z):
-        return -0.5 * (self.mean.size * LOG_2PI + float(z @ z))
-
-    def grad_log_prior(self, z):
-        return -np.asarray(z, dtype=np.float64)
-
     def _log_ratio(self, z, theta):
         r""":math:`\log p(\theta) - \log q(\theta)` and its gradient in ``z``."""
         value = float(self.model.log_prior(theta)) - (self.log_prior(z) - self._log_det)
@@ -150,7 +145,3 @@ class GaussianReferencedModel(EvidenceModel):
         ratio, ratio_grad = self._log_ratio(z, theta)
         share = log_lik.shape[0] / self.n_data_total
         return log_lik + ratio / self.n_data_total, self.chol.T @ grad + share * ratio_grad
-
-    def sample_prior(self, rng, size=None):
-        shape = self.mean.size if size is None else (int(size), self.mean.size)
-        return rng.standard_normal(shape)

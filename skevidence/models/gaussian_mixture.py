@@ -113,12 +113,8 @@ class DiagonalGaussianMixture(EvidenceModel):
         """
         theta = np.asarray(theta, dtype=np.float64)
         k, d = self.n_components, self.n_features
-        lead = theta.shape[:-1]
-        return (
-            theta[..., :k],
-            theta[..., k : k + k * d].reshape(*lead, k, d),
-            theta[..., k + k * d :].reshape(*lead, k, d),
-        )
+        eta, mu, s = np.split(theta, [k, k + k * d], axis=-1)
+        return eta, mu.reshape(*theta.shape[:-1], k, d), s.reshape(*theta.shape[:-1], k, d)
 
     def join(self, eta, mu, s):
         """The ``theta`` (or stack of them) of ``(eta, mu, s)``: the inverse of :meth:`unpack`."""

@@ -51,8 +51,7 @@ class LinearGaussian(GaussianPriorModel):
         return X, y
 
     def log_likelihood_particles(self, thetas, X, y=None):
-        resid = y - thetas @ X.T
-        return -0.5 * (LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
+        return self.log_likelihood_and_grad_particles(thetas, X, y)[0]
 
     def log_likelihood_and_grad_particles(self, thetas, X, y=None):
         # One (M, d) x (d, n) product for all particles instead of M passes over the rows.

@@ -1,7 +1,7 @@
 """Bayesian softmax (multinomial logistic) regression (Cameron et al. 2019b, section 4.2)."""
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from scipy.special import log_softmax
 
 from .._validation import check_int, check_positive_real
 from ._base import GaussianPriorModel
@@ -149,7 +149,4 @@ class SoftmaxRegression(GaussianPriorModel):
         proba : ndarray of shape (n, n_classes)
             :math:`\sum_i w_i\, \mathrm{softmax}(x_n^T W^{(i)} + b^{(i)})`.
         """
-        thetas = np.atleast_2d(thetas)
-        W, b = self.unpack(thetas)
-        probs = softmax(np.matmul(X, W) + b[:, None, :], axis=-1)
-        return np.average(probs, axis=0, weights=weights)
+        return np.average(np.exp(self._log_probs(np.atleast_2d(thetas), X)), axis=0, weights=weights)
