@@ -5,7 +5,7 @@ the gallery examples run in-process with matplotlib's Agg backend. Build with
 
     sphinx-build -W --keep-going -b html docs docs/_build/html
 
-The examples run at the budgets their text describes (several minutes in all).
+The examples run at the budgets their text describes (tens of minutes on two cores).
 ``SKEVIDENCE_EXAMPLE_BUDGET=short`` makes every example run the same estimators
 and functions on a smaller budget (fewer ranks, particles, sentences, shorter
 chains), for a build of about a minute; CI (``.ci/run``) sets it. The examples

@@ -32,6 +32,8 @@ from skevidence import EvidenceGridSearch, GaussianAdditiveModel
 
 # SKEVIDENCE_EXAMPLE_BUDGET=short (the documentation's CI build): shorter chains, the same estimator.
 SHORT = os.environ.get("SKEVIDENCE_EXAMPLE_BUDGET", "full") == "short"
+if SHORT:
+    print("SKEVIDENCE_EXAMPLE_BUDGET=short: 5 temperatures of 200 iterations")
 
 prior_mean, prior_var, noise_var = 5.0, 0.5, 5.0
 true_R, n_obs = 3, 2000

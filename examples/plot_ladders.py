@@ -77,6 +77,8 @@ def trapezoid(ts, values):
 
 # SKEVIDENCE_EXAMPLE_BUDGET=short (the documentation's CI build): shorter chains and no T = 40.
 SHORT = os.environ.get("SKEVIDENCE_EXAMPLE_BUDGET", "full") == "short"
+if SHORT:
+    print("SKEVIDENCE_EXAMPLE_BUDGET=short: chains of 200 iterations, no T = 40")
 chains = dict(n_samples=200, n_burnin=100) if SHORT else dict(n_samples=1500, n_burnin=500)
 settings = dict(temperatures=10, **chains, random_state=0)
 results = {

@@ -33,6 +33,8 @@ from skevidence import BayesianLinearRegression
 
 # SKEVIDENCE_EXAMPLE_BUDGET=short (the documentation's CI build): shorter chains, the same estimator.
 SHORT = os.environ.get("SKEVIDENCE_EXAMPLE_BUDGET", "full") == "short"
+if SHORT:
+    print("SKEVIDENCE_EXAMPLE_BUDGET=short: 5 temperatures of 300 iterations")
 
 rng = np.random.default_rng(0)
 n_obs = 1000
