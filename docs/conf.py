@@ -4,6 +4,13 @@ The build is offline: no intersphinx, no theme links that fetch anything, and
 the gallery examples run in-process with matplotlib's Agg backend. Build with
 
     sphinx-build -W --keep-going -b html docs docs/_build/html
+
+The examples run at the budgets their text describes (tens of minutes on two cores).
+``SKEVIDENCE_EXAMPLE_BUDGET=short`` makes every example run the same estimators
+and functions on a smaller budget (fewer ranks, particles, sentences, shorter
+chains), for a build of about a minute; CI (``.ci/run``) sets it. The examples
+read it themselves (``full``, the default, or ``short``); this file only checks
+the value and reports it.
 """
 
 import os
@@ -16,6 +23,13 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 
 import skevidence  # noqa: E402
+
+#: The examples' budget: "full" (unset) or "short" (CI); see the module's docstring.
+EXAMPLE_BUDGET = os.environ.get("SKEVIDENCE_EXAMPLE_BUDGET", "full")
+if EXAMPLE_BUDGET not in ("full", "short"):
+    raise ValueError(f"SKEVIDENCE_EXAMPLE_BUDGET must be 'full' or 'short', got {EXAMPLE_BUDGET!r}.")
+print(f"skevidence {skevidence.__version__} from {os.path.dirname(skevidence.__file__)}; "
+      f"gallery budget: {EXAMPLE_BUDGET} (SKEVIDENCE_EXAMPLE_BUDGET)")
 
 # -- Project -----------------------------------------------------------------
 
@@ -103,7 +117,6 @@ sphinx_gallery_conf = {
     # build log still prints every example's time.
     "write_computation_times": False,
 }
-
 
 
 def _skip_metadata_requests(app, what, name, obj, skip, options):

@@ -37,6 +37,8 @@ known in closed form, so every error below is measured against the truth.
 # :math:`f(t) = -\frac{N}{2}\log(2\pi\sigma_x^2)
 # - \big[\sum_n (x_n - m_t)^2 + N/\lambda_t\big] / (2\sigma_x^2)`.
 
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -73,7 +75,12 @@ def trapezoid(ts, values):
 # :class:`~skevidence.EvidenceResult` keeps the ladder and the estimated
 # integrand at every temperature, with its standard error.
 
-settings = dict(temperatures=10, n_samples=1500, n_burnin=500, random_state=0)
+# SKEVIDENCE_EXAMPLE_BUDGET=short (the documentation's CI build): shorter chains and no T = 40.
+SHORT = os.environ.get("SKEVIDENCE_EXAMPLE_BUDGET", "full") == "short"
+if SHORT:
+    print("SKEVIDENCE_EXAMPLE_BUDGET=short: chains of 200 iterations, no T = 40")
+chains = dict(n_samples=200, n_burnin=100) if SHORT else dict(n_samples=1500, n_burnin=500)
+settings = dict(temperatures=10, **chains, random_state=0)
 results = {
     ladder: sti_log_evidence(model, x, ladder=ladder, **settings) for ladder in ("uniform", "power")
 }
@@ -92,7 +99,7 @@ for ladder, res in results.items():
 # apply the trapezoid rule to the exact integrand: the error STI would have
 # with perfect chains.
 
-n_temps = [5, 10, 20, 40]
+n_temps = [5, 10, 20] if SHORT else [5, 10, 20, 40]
 errors = {ladder: [] for ladder in results}
 for ladder in results:
     for T in n_temps:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from skevidence.models import GaussianAdditive, LinearGaussian
+from skevidence.models import EvidenceModel, GaussianAdditive, LinearGaussian
 
 
 def _finite_difference(fun, theta, h=1e-6):
@@ -123,3 +123,13 @@ def test_linear_gaussian_requires_y_and_matching_shapes(rng):
         model.prepare_data(rng.normal(size=(4, 3)), rng.normal(size=4))
     with pytest.raises(ValueError, match="same data points"):
         model.prepare_data(rng.normal(size=(4, 2)), rng.normal(size=5))
+
+
+def test_a_model_without_likelihood_or_prior_is_refused_by_name():
+    class Empty(EvidenceModel):
+        pass
+
+    with pytest.raises(TypeError, match="neither log_likelihood_and_grad nor log_likelihood_and_grad_particles"):
+        Empty().log_likelihood_and_grad(np.zeros(2), np.zeros((3, 2)))
+    with pytest.raises(TypeError, match="neither log_prior nor log_prior_particles"):
+        Empty().log_prior_particles(np.zeros((4, 2)))

@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skevidence.estimators import gmm as gmm_module
 from skevidence.estimators import logistic_regression as lr_module
-from skevidence.estimators._online import posterior_particles
+from skevidence.estimators._base import ContinuousEvidenceMixin
 from skevidence.estimators.gmm import BayesianGMM, relabel_particles
 from skevidence.estimators.logistic_regression import BayesianLogisticRegression
 from skevidence.evidence.sgais import chunk_boundaries
@@ -350,10 +350,13 @@ def test_relabel_particles_undoes_label_switching():
 
 
 def test_posterior_particles_by_method():
-    """SGAIS: the stream's particles; a result with particles: those; otherwise the posterior mean."""
+    """A result with particles (SGAIS, AIS): those, with normalised weights; otherwise the posterior mean."""
     from types import SimpleNamespace
 
     from skevidence.evidence import EvidenceResult
+
+    def posterior_particles(result):
+        return ContinuousEvidenceMixin._posterior_particles(SimpleNamespace(result_=result))
 
     particles = np.arange(6.0).reshape(3, 2)
     log_w = np.log([0.2, 0.3, 0.5]) + 7.0  # unnormalised on purpose
@@ -361,18 +364,19 @@ def test_posterior_particles_by_method():
         0.0, 0.0, "ais", diagnostics={"particles": particles, "log_weights": log_w},
         posterior_mean=np.array([9.0, 9.0]),
     )  # fmt: skip
-    got, w = posterior_particles(SimpleNamespace(method="ais", result_=with_particles))
+    got, w = posterior_particles(with_particles)
     np.testing.assert_array_equal(got, particles)
     np.testing.assert_allclose(w, [0.2, 0.3, 0.5])
-    mean_only = EvidenceResult(0.0, 0.0, "sti", posterior_mean=np.array([1.0, 2.0]))
-    got, w = posterior_particles(SimpleNamespace(method="sti", result_=mean_only))
+    got, w = posterior_particles(EvidenceResult(0.0, 0.0, "sti", posterior_mean=np.array([1.0, 2.0])))
     np.testing.assert_array_equal(got, [[1.0, 2.0]])
     np.testing.assert_array_equal(w, [1.0])
-    stream = SimpleNamespace(particles=particles, log_weights=log_w)
-    est = SimpleNamespace(method="sgais", _stream=stream, result_=mean_only)
-    got, w = posterior_particles(est)
-    np.testing.assert_array_equal(got, particles)
-    np.testing.assert_allclose(w.sum(), 1.0)
+    # SGAIS's result carries the stream's current particles and weights.
+    X, y = _classification(n=60)
+    clf = BayesianLogisticRegression(method_params=dict(n_particles=4, target_ess=3, n_steps=2), random_state=0)
+    clf.partial_fit(X[:30], y[:30]).partial_fit(X[30:], y[30:])
+    got, w = posterior_particles(clf.result_)
+    np.testing.assert_array_equal(got, clf._stream.particles)
+    np.testing.assert_allclose(w, np.exp(clf._stream.log_weights))
 
 
 def test_gmm_partial_fit_updates_posterior_and_checks_features():

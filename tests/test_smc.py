@@ -399,7 +399,7 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="reference must be"):
         smc_log_evidence(X, 1, reference="laplace")
     with pytest.raises(ValueError, match="reference='prior'"):
-        smc_log_evidence(np.ones((9, 9), dtype=int), 8)
+        smc_log_evidence(np.ones((9, 9), dtype=int), 8, reference="vb")
 
 
 def test_estimators_offer_method_smc():

@@ -169,7 +169,7 @@ X_OK = np.random.default_rng(0).normal(size=50)
         (X_OK, {"n_samples": 100, "n_burnin": 100}, "n_burnin"),
         (X_OK, {"n_samples": 100, "n_burnin": 150}, "n_burnin"),
         (X_OK, {"n_samples": 0}, "n_samples must be an integer >= 1"),
-        (X_OK, {"n_burnin": -1}, "n_burnin must be a non-negative integer"),
+        (X_OK, {"n_burnin": -1}, "n_burnin must be an integer >= 0"),
         (X_OK, {"batch_size": 0}, "batch_size must be an integer >= 1"),
         (X_OK, {"step_size": -1.0}, "step_size must be a positive number"),
         (X_OK, {"step_size": np.nan}, "step_size must be a positive number"),

@@ -12,8 +12,6 @@ validated by the function, like any call of it.
 
 import inspect
 
-__all__ = ["method_kwargs", "method_settings"]
-
 
 def method_settings(function, reserved=(), extra=()):
     """The names ``method_params`` may hold for ``function``: its keyword-only arguments but ``reserved``."""

@@ -2,19 +2,16 @@
 
 from numbers import Integral, Real
 
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..models import GaussianAdditive
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
-from ._online import OnlineEvidenceMixin
 
 __all__ = ["GaussianAdditiveModel"]
 
 
-class GaussianAdditiveModel(
-    OnlineEvidenceMixin, ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEstimator
-):
+class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEstimator):
     r"""Evidence of the Gaussian additive model (Şimşekli et al. 2016, section 4.1.1).
 
     .. math::
@@ -56,44 +53,21 @@ class GaussianAdditiveModel(
         full-data HMC (:func:`~skevidence.evidence.ais_log_evidence`), a
         reference.
     method_params : dict, default=None
-        Keyword arguments of the function ``method`` runs, other than
-        ``random_state`` and ``verbose``; ``None`` keeps its defaults. For
-        ``"rti"`` and ``"sti"`` those of :func:`~skevidence.sti_log_evidence`
-        (``temperatures`` 20, ``n_samples`` 3000, ``n_burnin`` 1000,
-        ``batch_size`` 250, ``sampler`` "psgld", ...); for ``"sgais"`` those of
-        :func:`~skevidence.sgais_log_evidence` (``n_particles`` 10,
-        ``target_ess`` 8, ``batch_size`` 500, ``n_steps`` 20,
-        ``learning_rate`` 0.1, ``reservoir_size`` None, ...); for ``"ais"``
-        those of :func:`~skevidence.evidence.ais_log_evidence`
-        (``n_particles`` 20, ``n_temperatures`` 500, ...); ``"exact"`` takes
-        none. ``fit`` raises a ``ValueError`` naming the allowed keys for any
-        other key.
+        Keyword arguments of the function ``method`` runs (``"exact"`` takes
+        none); ``None`` keeps its defaults. See :meth:`fit`.
     random_state : int, RandomState instance or None, default=None
         Seed; an int makes ``fit`` reproducible.
     verbose : int, default=0
-        Progress reporting: ``1`` a progress bar, ``2`` a line per
-        temperature or chunk.
+        ``1``: a progress bar; ``2``: a line per temperature or chunk.
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated log-evidence of all the data fitted so far (by ``fit``
-        and ``partial_fit``).
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error (0 for ``method="exact"``); for
-        ``"rti"`` and ``"sti"`` it does not cover the bias of the ladder and
-        the step size.
+    log_evidence_, log_evidence_std_ : float
+        Estimated log-evidence of all the data fitted so far, and its standard error.
     result_ : EvidenceResult
-        The full record of the estimate; ``result_.method`` is ``method``.
-        With ``"rti"``, ``result_.diagnostics["path"]`` is ``"laplace"``, or
-        ``"prior"`` where no Laplace fit was found and STI ran from the prior
-        (with a warning).
-    log_evidence_path_ : ndarray of shape (n_chunks,)
-        ``method="sgais"`` only: the log-evidence of the data seen after
-        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
-    n_samples_seen_ : int
-        ``method="sgais"`` only: number of rows seen by ``fit`` and
-        ``partial_fit``.
+        The full record of the estimate (see :meth:`fit`).
+    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
+        ``method="sgais"`` only: the log-evidence after every chunk, and the rows seen.
     posterior_mean_ : ndarray of shape (n_components,)
         Exact posterior mean of :math:`\theta`.
     n_features_in_ : int
@@ -152,33 +126,6 @@ class GaussianAdditiveModel(
     def _make_model(self, X):
         return GaussianAdditive(self.n_components, self.prior_mean, self.prior_var, self.noise_var)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Estimate the evidence of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, 1)
-            Observations; every entry is one :math:`x_n`.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
-        """
-        X, _ = self._validate_fit_data(X, None, reset=True)
-        model = self._fit_evidence(X)
-        self.posterior_mean_ = model.posterior_mean(X)
-        # Count and sum of the observations, for partial_fit to continue from.
-        self._moments = (X.size, float(X.sum()))
-        return self
-
-    def _partial_fit_update(self, X, y, first):
+    def _set_posterior(self, model, X, y, first):
         """Exact posterior mean of all observations seen, from their count and sum."""
-        count, total = X.size, float(X.sum())
-        if not first:
-            count, total = count + self._moments[0], total + self._moments[1]
-        self._moments = (count, total)
-        self.posterior_mean_ = self._make_model(X).posterior_mean_from_moments(count, total)
+        self.posterior_mean_ = model.posterior_mean_from_moments(*self._add_moments((X.size, float(X.sum())), first))

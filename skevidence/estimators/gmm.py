@@ -5,15 +5,12 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, DensityMixin, _fit_context
-from sklearn.utils import gen_batches
+from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._config import GMM_SGAIS_DEFAULTS
 from ..models.gaussian_mixture import DiagonalGaussianMixture
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
-from ._online import OnlineEvidenceMixin, posterior_particles
 
 __all__ = ["BayesianGMM", "relabel_particles"]
 
@@ -72,11 +69,10 @@ def relabel_particles(model, particles, weights):
         ref_s = np.einsum("m,mkd->kd", weights, s[take])
         if converged:
             break
-    take = np.arange(m)[:, None], perms
-    return np.concatenate([eta[take], mu[take].reshape(m, -1), s[take].reshape(m, -1)], axis=1)
+    return model.join(eta[take], mu[take], s[take])
 
 
-class BayesianGMM(OnlineEvidenceMixin, ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
+class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
     r"""Gaussian mixture with diagonal covariances, scored by its evidence (Cameron et al. 2019b, section 4.3).
 
     .. math::
@@ -121,39 +117,23 @@ class BayesianGMM(OnlineEvidenceMixin, ContinuousEvidenceMixin, DensityMixin, Ba
     var_scale : float, default=1.0
         Scale :math:`b` of the inverse-gamma prior on the variances.
     method_params : dict, default=None
-        Keyword arguments of the function ``method`` runs, other than
-        ``random_state`` and ``verbose``; ``None`` keeps the defaults. For
-        ``"sgais"`` those of :func:`~skevidence.sgais_log_evidence`, whose
-        defaults this estimator changes to ``n_particles`` 30, ``target_ess``
-        24 and ``learning_rate`` 1.0 (see Notes; the others: ``batch_size``
-        500, ``n_steps`` 20, ``reservoir_size`` None, ...); for ``"ais"`` those
-        of :func:`~skevidence.evidence.ais_log_evidence` (``n_particles`` 20,
-        ``n_temperatures`` 500, ...); for ``"sti"`` those of
-        :func:`~skevidence.sti_log_evidence` (``temperatures`` 20,
-        ``n_samples`` 3000, ``n_burnin`` 1000, ``batch_size`` 250, ...).
-        ``fit`` raises a ``ValueError`` naming the allowed keys for any other
-        key.
+        Keyword arguments of the function ``method`` runs; ``None`` keeps its
+        defaults, except that for ``"sgais"`` this estimator's are
+        ``n_particles`` 30, ``target_ess`` 24 and ``learning_rate`` 1.0
+        (see Notes). See :meth:`fit`.
     random_state : int, RandomState instance or None, default=None
-        Seed; an int makes ``fit`` reproducible.
+        Seed of the evidence estimate; an int makes ``fit`` reproducible.
     verbose : int, default=0
-        Progress reporting: ``1`` a progress bar, ``2`` a line per chunk or
-        temperature.
+        Progress: ``1`` a bar, ``2`` a line per chunk or temperature.
 
     Attributes
     ----------
-    log_evidence_ : float
-        Estimated log-evidence of all the data fitted so far (by ``fit``
-        and ``partial_fit``).
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error.
+    log_evidence_, log_evidence_std_ : float
+        The log-evidence of all the data fitted so far and its Monte-Carlo standard error.
     result_ : EvidenceResult
-        The full record of the estimate; ``result_.method`` is ``method``.
-    log_evidence_path_ : ndarray of shape (n_chunks,)
-        ``method="sgais"`` only: the log-evidence of the data seen after
-        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
-    n_samples_seen_ : int
-        ``method="sgais"`` only: number of rows seen by ``fit`` and
-        ``partial_fit``.
+        The record of the estimate (see :meth:`fit`).
+    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
+        ``method="sgais"`` only: the log-evidence after every chunk; the rows seen.
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles in the model's unconstrained layout
         ``(eta, mu, log sigma^2)`` (see
@@ -251,55 +231,18 @@ class BayesianGMM(OnlineEvidenceMixin, ContinuousEvidenceMixin, DensityMixin, Ba
         self.verbose = verbose
 
     def _make_model(self, X):
-        return DiagonalGaussianMixture(
-            X.shape[1],
-            self.n_components,
-            weight_concentration=self.weight_concentration,
-            mean_precision=self.mean_precision,
-            var_shape=self.var_shape,
-            var_scale=self.var_scale,
-        )
+        priors = ("weight_concentration", "mean_precision", "var_shape", "var_scale")
+        return DiagonalGaussianMixture(X.shape[1], self.n_components, **{name: getattr(self, name) for name in priors})
 
-    def _set_posterior(self, model):
+    def _set_posterior(self, model, X, y, first):
         """Relabelled particles and the posterior means of the mixture parameters."""
-        particles, weights = posterior_particles(self)
+        particles, weights = self._posterior_particles()
         self.particles_ = relabel_particles(model, particles, weights)
         self.particle_weights_ = weights
         w, mu, var = model.constrained(self.particles_)
         self.weights_ = weights @ w
         self.means_ = np.einsum("m,mkd->kd", weights, mu)
         self.covariances_ = np.einsum("m,mkd->kd", weights, var)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Estimate the evidence of ``X`` and the posterior of the mixture.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Data, one row per observation.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
-        """
-        X, _ = self._validate_fit_data(X, None, reset=True)
-        model = self._fit_evidence(X)
-        self._set_posterior(model)
-        return self
-
-    def _partial_fit_update(self, X, y, first):
-        self._set_posterior(self._make_model(X))
-
-    def _predict_blocks(self, X, func):
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        model = self._make_model(X)
-        blocks = gen_batches(X.shape[0], _PREDICT_ROWS)
-        return np.concatenate([func(model, X[rows]) for rows in blocks])
 
     def predict_proba(self, X):
         r"""Posterior probability of each component for each row.
@@ -317,7 +260,7 @@ class BayesianGMM(OnlineEvidenceMixin, ContinuousEvidenceMixin, DensityMixin, Ba
         proba : ndarray of shape (n_samples, n_components)
         """
         return self._predict_blocks(
-            X, lambda model, Xb: model.responsibilities(self.particles_, Xb, self.particle_weights_)
+            X, lambda model, rows: model.responsibilities(self.particles_, rows, self.particle_weights_), _PREDICT_ROWS
         )
 
     def predict(self, X):
@@ -350,8 +293,8 @@ class BayesianGMM(OnlineEvidenceMixin, ContinuousEvidenceMixin, DensityMixin, Ba
         -------
         log_density : ndarray of shape (n_samples,)
         """
-        def block(model, Xb):
-            log_lik = model.log_likelihood_particles(self.particles_, Xb)
+        def block(model, rows):
+            log_lik = model.log_likelihood_particles(self.particles_, rows)
             return logsumexp(log_lik + np.log(self.particle_weights_)[:, None], axis=0)
 
-        return self._predict_blocks(X, block)
+        return self._predict_blocks(X, block, _PREDICT_ROWS)

@@ -3,15 +3,13 @@
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils import gen_batches
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..models.softmax_regression import SoftmaxRegression
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
-from ._online import OnlineEvidenceMixin, posterior_particles
 
 __all__ = ["BayesianLogisticRegression"]
 
@@ -20,9 +18,7 @@ __all__ = ["BayesianLogisticRegression"]
 _PREDICT_ROWS = 8192
 
 
-class BayesianLogisticRegression(
-    OnlineEvidenceMixin, ContinuousEvidenceMixin, ClassifierMixin, BaseEstimator
-):
+class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseEstimator):
     r"""Softmax (multinomial logistic) regression scored by its evidence (Cameron et al. 2019b, section 4.2).
 
     .. math::
@@ -56,40 +52,23 @@ class BayesianLogisticRegression(
         or stochastic thermodynamic integration from the prior
         (:func:`~skevidence.sti_log_evidence`).
     method_params : dict, default=None
-        Keyword arguments of the function ``method`` runs, other than
-        ``random_state`` and ``verbose``; ``None`` keeps its defaults. For
-        ``"sgais"`` those of :func:`~skevidence.sgais_log_evidence`
-        (``n_particles`` 10, ``target_ess`` 8, ``batch_size`` 500,
-        ``n_steps`` 20, ``learning_rate`` 0.1, ``reservoir_size`` None, ...);
-        for ``"ais"`` those of :func:`~skevidence.evidence.ais_log_evidence`
-        (``n_particles`` 20, ``n_temperatures`` 500, ...); for ``"sti"`` those
-        of :func:`~skevidence.sti_log_evidence` (``temperatures`` 20,
-        ``n_samples`` 3000, ``n_burnin`` 1000, ``batch_size`` 250, ...).
-        ``fit`` raises a ``ValueError`` naming the allowed keys for any other
-        key.
+        Keyword arguments of the function ``method`` runs (``n_particles``,
+        ``learning_rate``... for SGAIS); ``None`` keeps its defaults. See :meth:`fit`.
     random_state : int, RandomState instance or None, default=None
         Seed; an int makes ``fit`` reproducible.
     verbose : int, default=0
-        Progress reporting: ``1`` a progress bar, ``2`` a line per chunk or
-        temperature.
+        ``1``: a progress bar; ``2``: a line per chunk or temperature.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels; column ``k`` of :meth:`predict_proba` is ``classes_[k]``.
-    log_evidence_ : float
-        Estimated log-evidence of all the data fitted so far (by ``fit``
-        and ``partial_fit``).
-    log_evidence_std_ : float
-        Its Monte-Carlo standard error.
+    log_evidence_, log_evidence_std_ : float
+        Estimated log-evidence of all the data fitted so far; its Monte-Carlo standard error.
     result_ : EvidenceResult
-        The full record of the estimate; ``result_.method`` is ``method``.
-    log_evidence_path_ : ndarray of shape (n_chunks,)
-        ``method="sgais"`` only: the log-evidence of the data seen after
-        every chunk (``result_.diagnostics["n_seen"]`` holds their counts).
-    n_samples_seen_ : int
-        ``method="sgais"`` only: number of rows seen by ``fit`` and
-        ``partial_fit``.
+        The full record of the estimate (see :meth:`fit`).
+    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
+        With SGAIS only: the log-evidence after each chunk, and the number of rows seen.
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles ``(W.ravel(), b)``, ``W`` of shape
         ``(n_features, n_classes)`` (see
@@ -155,15 +134,6 @@ class BayesianLogisticRegression(
     def _make_model(self, X):
         return SoftmaxRegression(X.shape[1], len(self.classes_), self.prior_var)
 
-    def _set_classes(self, classes):
-        classes = np.unique(np.asarray(classes))
-        if classes.size < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs data of at least 2 classes, got one class "
-                f"({classes.tolist()}); with a single class the evidence is trivially 0."
-            )
-        self.classes_ = classes
-
     def _encode(self, y):
         """Class indices of labels ``y`` in ``classes_``; labels outside ``classes_`` raise."""
         known = np.isin(y, self.classes_)
@@ -176,60 +146,37 @@ class BayesianLogisticRegression(
         return np.searchsorted(self.classes_, y).astype(np.int64)
 
     def _validate_fit_data(self, X, y, reset):
-        """Validate ``(X, y)``; ``y`` comes back as class indices once ``classes_`` is known."""
         X, y = validate_data(self, X, y, reset=bool(reset), dtype=np.float64)
         check_classification_targets(y)
-        if reset:
-            # fit and the first partial_fit learn classes_ from y (or classes=) themselves.
-            return X, y
-        return X, self._encode(y)
+        return X, y
 
-    def _partial_fit_targets(self, X, y, classes, first):
-        """Set ``classes_`` on the first call (from ``classes`` or ``y``), then check it."""
+    def _fit_targets(self, X, y, classes, first):
+        """Labels as class indices in ``classes_``, which the first call sets (from ``classes`` or ``y``).
+
+        Later calls check ``classes`` against it.
+        """
+        if classes is not None:
+            classes = np.unique(np.asarray(classes))
         if first:
-            self._set_classes(np.unique(y) if classes is None else classes)
-            return X, self._encode(y)
-        if classes is None:
-            return X, y
-        classes = np.unique(np.asarray(classes))
-        if not np.array_equal(classes, self.classes_):
+            classes = np.unique(y) if classes is None else classes
+            if classes.size < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs data of at least 2 classes, got one class "
+                    f"({classes.tolist()}); with a single class the evidence is trivially 0."
+                )
+            self.classes_ = classes
+        elif classes is not None and not np.array_equal(classes, self.classes_):
             raise ValueError(
                 f"classes={classes.tolist()} differs from the classes of the first call, "
                 f"{self.classes_.tolist()}; a stream keeps its classes. Call fit to start anew."
             )
-        return X, y
+        return X, self._encode(y)
 
-    def _partial_fit_update(self, X, y, first):
-        self._set_posterior(self._make_model(X))
-
-    def _set_posterior(self, model):
+    def _set_posterior(self, model, X, y, first):
         """Particles and the posterior means of the weights and biases."""
-        particles, weights = posterior_particles(self)
-        self.particles_, self.particle_weights_ = particles, weights
-        W, b = model.unpack(weights @ particles)
+        self.particles_, self.particle_weights_ = self._posterior_particles()
+        W, b = model.unpack(self.particle_weights_ @ self.particles_)
         self.coef_, self.intercept_ = W.T.copy(), b.copy()
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Estimate the evidence of ``y`` given ``X`` and the posterior of ``(W, b)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two distinct).
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
-        """
-        X, y = self._validate_fit_data(X, y, reset=True)
-        self._set_classes(y)
-        model = self._fit_evidence(X, self._encode(y))
-        self._set_posterior(model)
-        return self
 
     def predict_proba(self, X):
         r"""Posterior-predictive class probabilities.
@@ -247,14 +194,9 @@ class BayesianLogisticRegression(
         proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        model = self._make_model(X)
-        blocks = [
-            model.predict_proba(self.particles_, X[rows], self.particle_weights_)
-            for rows in gen_batches(X.shape[0], _PREDICT_ROWS)
-        ]
-        return np.concatenate(blocks) if blocks else np.empty((0, len(self.classes_)))
+        return self._predict_blocks(
+            X, lambda model, rows: model.predict_proba(self.particles_, rows, self.particle_weights_), _PREDICT_ROWS
+        )
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
@@ -284,5 +226,5 @@ class BayesianLogisticRegression(
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        proba = self.predict_proba(X)
+        proba = self.predict_proba(X)  # first: it checks that the estimator is fitted
         return self.classes_[np.argmax(proba, axis=1)]

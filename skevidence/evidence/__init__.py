@@ -3,7 +3,7 @@
 from ..models._trace import ChainTrace
 from ._ladder import temperature_ladder, trapezoid_weights
 from ._result import ERROR_PIECES, EvidenceResult
-from ._runner import GradientChainRunner, Minibatches
+from ._runner import GradientChainRunner
 from ._stderr import batch_means_variance, integrated_autocorr_time
 from .ais import ais_log_evidence
 from .exact import exact_log_evidence
@@ -15,7 +15,6 @@ __all__ = [
     "EvidenceResult",
     "ERROR_PIECES",
     "GradientChainRunner",
-    "Minibatches",
     "SGAISState",
     "ais_log_evidence",
     "batch_means_variance",

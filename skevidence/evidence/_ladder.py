@@ -6,8 +6,6 @@ import numpy as np
 
 from .._config import DEFAULT_LADDER_POWER, LADDER_ATOL
 
-__all__ = ["check_ladder", "rti_temperatures", "simpson_weights", "temperature_ladder", "trapezoid_weights"]
-
 LADDER_KINDS = ("power", "uniform")
 
 
@@ -41,22 +39,28 @@ def temperature_ladder(n_temperatures, kind="power", power=DEFAULT_LADDER_POWER)
     return grid**power
 
 
+def ladder_from(temperatures, kind):
+    """The ladder an evidence method's ``temperatures`` argument describes.
+
+    An int ``T`` gives :func:`temperature_ladder` ``(T, kind)``; anything else
+    is an explicit ladder, checked by :func:`check_ladder`.
+    """
+    if isinstance(temperatures, numbers.Integral) and not isinstance(temperatures, bool):
+        return temperature_ladder(int(temperatures), kind=kind)
+    return check_ladder(temperatures)
+
+
 def check_ladder(temperatures):
-    """Validate an explicit ladder: finite, strictly increasing, from 0 to 1."""
-    t = np.asarray(temperatures, dtype=np.float64)
+    """Validate an explicit ladder: finite, strictly increasing, from 0 to 1; a copy with exact end points."""
+    t = np.array(temperatures, dtype=np.float64)
     if t.ndim != 1 or t.size < 2:
-        raise ValueError(
-            f"temperatures must be a 1-D array of at least two values (0 and 1), got shape {t.shape}."
-        )
+        raise ValueError(f"temperatures must be a 1-D array of at least two values (0 and 1), got shape {t.shape}.")
     if not np.all(np.isfinite(t)):
         raise ValueError("temperatures must be finite.")
     if abs(t[0]) > LADDER_ATOL or abs(t[-1] - 1.0) > LADDER_ATOL:
-        raise ValueError(
-            f"the temperature ladder must start at 0 and end at 1, got {t[0]!r} ... {t[-1]!r}."
-        )
+        raise ValueError(f"the temperature ladder must start at 0 and end at 1, got {t[0]!r} ... {t[-1]!r}.")
     if np.any(np.diff(t) <= 0):
         raise ValueError("the temperature ladder must be strictly increasing.")
-    t = t.copy()
     t[0], t[-1] = 0.0, 1.0
     return t
 
@@ -64,10 +68,7 @@ def check_ladder(temperatures):
 def trapezoid_weights(temperatures):
     r"""Weights :math:`w_i` with :math:`\sum_i w_i f(t_i)` the trapezoid rule on the ladder."""
     dt = np.diff(temperatures)
-    w = np.zeros_like(temperatures)
-    w[:-1] += dt / 2.0
-    w[1:] += dt / 2.0
-    return w
+    return (np.r_[dt, 0.0] + np.r_[0.0, dt]) / 2.0
 
 
 def rti_temperatures(n_temperatures, power=5.0):

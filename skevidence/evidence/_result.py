@@ -1,11 +1,10 @@
 """The immutable record every evidence method returns."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import partial
 from types import MappingProxyType
 
 import numpy as np
-
-__all__ = ["EvidenceResult", "ERROR_PIECES"]
 
 #: What an error bar can cover, by ``diagnostics`` key, with its name in
 #: reports: the error bar is the root sum of squares of the pieces a method
@@ -74,17 +73,13 @@ class EvidenceResult:
     posterior_mean: object = None
 
     def __post_init__(self):
-        set_ = object.__setattr__
-        set_(self, "log_evidence", float(self.log_evidence))
-        set_(self, "std_error", float(self.std_error))
+        for name, kind in (("log_evidence", float), ("std_error", float), ("n_likelihood_evaluations", int)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
+        object.__setattr__(self, "wall_time", float(self.wall_time))
         for name in ("temperatures", "expected_log_likelihood", "expected_log_likelihood_std"):
-            set_(self, name, _frozen(getattr(self, name)))
-        set_(self, "n_likelihood_evaluations", int(self.n_likelihood_evaluations))
-        set_(self, "wall_time", float(self.wall_time))
-        diagnostics = {
-            k: _frozen(v) if isinstance(v, np.ndarray) else v for k, v in dict(self.diagnostics).items()
-        }
-        set_(self, "diagnostics", MappingProxyType(diagnostics))
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        diagnostics = {k: _frozen(v) if isinstance(v, np.ndarray) else v for k, v in dict(self.diagnostics).items()}
+        object.__setattr__(self, "diagnostics", MappingProxyType(diagnostics))
 
     @property
     def error_pieces(self):
@@ -116,10 +111,5 @@ class EvidenceResult:
 
     def __reduce__(self):
         # MappingProxyType does not pickle; rebuild from plain values.
-        state = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        state["diagnostics"] = dict(self.diagnostics)
-        return (_rebuild, (state,))
-
-
-def _rebuild(state):
-    return EvidenceResult(**state)
+        state = {field.name: getattr(self, field.name) for field in fields(self)}
+        return partial(EvidenceResult, **{**state, "diagnostics": dict(self.diagnostics)}), ()

@@ -16,31 +16,22 @@ from ..exceptions import SamplerDivergenceError
 from ..models._trace import ChainTrace
 from ..samplers import mirror
 
-__all__ = ["GradientChainRunner", "Minibatches"]
 
-
-class Minibatches:
-    """Row indices of minibatches of a fixed size, drawn without replacement.
+def minibatches(n_data, batch_size, rng):
+    """Row indices of minibatches of a fixed size, drawn without replacement, forever.
 
     Each epoch is a fresh random permutation cut into consecutive batches, so
     every batch is a simple random sample of the rows (which keeps the
     log-likelihood estimate unbiased) and every row is visited once per epoch.
     Rows left over at the end of a permutation wait for the next epoch.
-    With a batch as large as the data, ``next()`` returns ``None``: use all rows.
+    With a batch as large as the data every batch is ``slice(None)``, all rows.
     """
-
-    def __init__(self, n_data, batch_size, rng):
-        self.n_data, self.batch_size, self.rng = n_data, batch_size, rng
-        self._perm, self._pos = None, n_data
-
-    def next(self):
-        if self.batch_size >= self.n_data:
-            return None
-        if self._pos + self.batch_size > self.n_data:
-            self._perm, self._pos = self.rng.permutation(self.n_data), 0
-        idx = self._perm[self._pos : self._pos + self.batch_size]
-        self._pos += self.batch_size
-        return idx
+    while batch_size >= n_data:
+        yield slice(None)
+    while True:
+        perm = rng.permutation(n_data)
+        for start in range(0, n_data - batch_size + 1, batch_size):
+            yield perm[start : start + batch_size]
 
 
 def _divergence(sampler, temperature, k, step_size, schedule, failure="(non-finite state) at"):
@@ -52,14 +43,6 @@ def _divergence(sampler, temperature, k, step_size, schedule, failure="(non-fini
         iteration=k,
         step_size=step_size,
     )
-
-
-def _n_long_updates(sampler, sampler_state, previous, theta, step_size):
-    """Entries of one update longer than ``GENERIC_MAX_STEP`` noise standard deviations."""
-    noise_std = sampler.noise_std(step_size, sampler_state)
-    if noise_std is None:
-        return 0
-    return int(np.count_nonzero(np.abs(theta - previous) > GENERIC_MAX_STEP * noise_std))
 
 
 class GradientChainRunner:
@@ -78,13 +61,7 @@ class GradientChainRunner:
     """
 
     def __init__(self, model, X, y, *, sampler, batch_size):
-        if sampler.requires_positive and model.nonnegative is not True:
-            raise ValueError(
-                f"The {sampler.name} sampler needs every parameter to be positive; "
-                f"{type(model).__name__} does not declare nonnegative = True. Use 'psgld' or 'sgld'."
-            )
-        self.model, self.X, self.y = model, X, y
-        self.sampler = sampler
+        self.model, self.X, self.y, self.sampler = model, X, y, sampler
         self.n_data = model.n_data(X, y)
         self.batch_size = min(int(batch_size), self.n_data)
         #: Gradient and log-likelihood scale ``N / N_s`` of a minibatch.
@@ -95,13 +72,11 @@ class GradientChainRunner:
         return mirror(theta, self.model.nonnegative)
 
     def _rows(self, idx):
-        if idx is None:
-            return self.X, self.y
-        return self.X[idx], (None if self.y is None else self.y[idx])
+        return self.X[idx], None if self.y is None else self.y[idx]
 
     def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
         """Run one chain at ``temperature`` from ``state``; see the module docstring."""
-        batches = Minibatches(self.n_data, self.batch_size, rng)
+        batches = minibatches(self.n_data, self.batch_size, rng)
         if temperature == 0.0 and self.model.exact_prior_sampling:
             return self._prior_draws(n_samples - n_burnin, batches, rng)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -111,13 +86,10 @@ class GradientChainRunner:
         """At t = 0 the target is the prior: exact independent draws."""
         model = self.model
         draws = np.asarray(model.sample_prior(rng, size=n_draws), dtype=np.float64)
-        kept = np.array(
-            [self.scale * model.log_likelihood(theta, *self._rows(batches.next())).sum() for theta in draws]
-        )
+        kept = np.array([self.scale * model.log_likelihood(theta, *self._rows(next(batches))).sum() for theta in draws])
         if not np.all(np.isfinite(kept)):
             raise ValueError(
-                "The log-likelihood is not finite at some prior draws; check that "
-                "the data are valid for the model."
+                "The log-likelihood is not finite at some prior draws; check that the data are valid for the model."
             )
         trace = ChainTrace(kept, n_draws * self.batch_size, np.nan, draws, draws.mean(axis=0))
         return draws[-1].copy(), trace
@@ -132,7 +104,7 @@ class GradientChainRunner:
         n_long = 0
         step_size = schedule(1)
         for k in range(1, n_samples + 1):
-            Xb, yb = self._rows(batches.next())
+            Xb, yb = self._rows(next(batches))
             log_lik, lik_grad = model.log_likelihood_and_grad(theta, Xb, yb)
             if k == n_burnin + 1:
                 sampler.end_burnin(sampler_state)
@@ -147,8 +119,10 @@ class GradientChainRunner:
             theta = mirror(theta, model.nonnegative)
             if not np.isfinite(theta).all():
                 raise _divergence(sampler, temperature, k, step_size, schedule)
-            if k > n_burnin:
-                n_long += _n_long_updates(sampler, sampler_state, previous, theta, step_size)
+            # Entries of the update longer than GENERIC_MAX_STEP noise standard deviations.
+            noise_std = sampler.noise_std(step_size, sampler_state)
+            if k > n_burnin and noise_std is not None:
+                n_long += np.count_nonzero(np.abs(theta - previous) > GENERIC_MAX_STEP * noise_std)
         if not np.isfinite(kept).all():
             raise _divergence(sampler, temperature, n_samples, step_size, schedule)
         long_fraction = n_long / (n_kept * theta.size)

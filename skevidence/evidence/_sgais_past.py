@@ -10,8 +10,6 @@ minibatch only estimates the difference (control variates).
 
 import numpy as np
 
-__all__ = []
-
 
 class _PastData:
     """The past rows minibatches are drawn from: all of them, or a reservoir.
@@ -43,21 +41,16 @@ class _PastData:
         self.X = grow(self.X, X)
         self.y = None if y is None else grow(self.y, y)
 
-    def _check_rows(self, X, y):
-        if self.X is None:
-            return
-        if X.shape[1:] != self.X.shape[1:]:
-            raise ValueError(
-                f"New data have rows of shape {X.shape[1:]}, but the earlier data of this stream "
-                f"had {self.X.shape[1:]}: every piece of a stream needs the same number of features."
-            )
-        if (y is None) != (self.y is None) or (y is not None and y.shape[1:] != self.y.shape[1:]):
-            raise ValueError("New targets do not match the earlier targets of this stream in presence or shape.")
-
     def append(self, X, y, rng):
-        self._check_rows(X, y)
-        n_new = X.shape[0]
-        limit = self.capacity
+        if self.X is not None:
+            if X.shape[1:] != self.X.shape[1:]:
+                raise ValueError(
+                    f"New data have rows of shape {X.shape[1:]}, but the earlier data of this stream "
+                    f"had {self.X.shape[1:]}: every piece of a stream needs the same number of features."
+                )
+            if (y is None) != (self.y is None) or (y is not None and y.shape[1:] != self.y.shape[1:]):
+                raise ValueError("New targets do not match the earlier targets of this stream in presence or shape.")
+        n_new, limit = X.shape[0], self.capacity
         free = n_new if limit is None else max(0, min(n_new, limit - self.size))
         if free:
             need = self.size + free
@@ -84,21 +77,22 @@ class _PastData:
                     self.y[slots[rev[first]]] = y[rows]
         self.n_offered += n_new
 
+    def rows(self, idx):
+        """Stored rows ``(X[idx], y[idx])`` (``y`` is ``None`` for unconditional models)."""
+        return self.X[idx], None if self.y is None else self.y[idx]
+
     def minibatch(self, batch_size, rng):
         """Rows ``(X, y)`` of a minibatch and the scale ``n_past / |B|`` of its sums."""
         if self.complete and self.size <= batch_size:
             # Few enough past rows: use them all, an exact gradient at the same cost.
-            return self.X[: self.size], (None if self.y is None else self.y[: self.size]), 1.0
-        idx = rng.integers(0, self.size, size=batch_size)
-        yb = None if self.y is None else self.y[idx]
-        return self.X[idx], yb, self.n_offered / batch_size
+            return *self.rows(slice(0, self.size)), 1.0
+        return *self.rows(rng.integers(0, self.size, size=batch_size)), self.n_offered / batch_size
 
     def __getstate__(self):
         # Pickle the rows only, not the unused capacity of the buffers.
         state = self.__dict__.copy()
-        for name in ("X", "y"):
-            if state[name] is not None:
-                state[name] = state[name][: self.size].copy()
+        if self.X is not None:
+            state["X"], state["y"] = self.rows(slice(0, self.size))
         return state
 
 
@@ -169,9 +163,8 @@ class _Anchors:
             self.pending_pos, self.pending_n = 0, past.n_offered
         if self.pending is not None:
             stop = min(past.size, self.pending_pos + max(2 * X.shape[0], batch))
-            rows = slice(self.pending_pos, stop)
-            yr = None if past.y is None else past.y[rows]
-            grads = model.log_likelihood_and_grad_particles(self.pending, past.X[rows], yr)[1]
+            rows = past.rows(slice(self.pending_pos, stop))
+            grads = model.log_likelihood_and_grad_particles(self.pending, *rows)[1]
             self.pending_sum = self.pending_sum + grads
             state.n_likelihood_evaluations += m * (stop - self.pending_pos)
             self.pending_pos = stop

@@ -5,8 +5,6 @@ from scipy.special import logsumexp
 
 from .._config import AUTOCORR_WINDOW, MIN_BATCHES
 
-__all__ = ["batch_means_variance", "effective_sample_size", "integrated_autocorr_time"]
-
 
 def integrated_autocorr_time(x):
     r"""Integrated autocorrelation time :math:`\tau = 1 + 2\sum_{k\ge1}\rho_k`.

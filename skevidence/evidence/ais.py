@@ -7,9 +7,9 @@ estimate is unbiased (its logarithm is biased low by about half its variance).
 The weight helpers here are shared with SGAIS.
 """
 
-import numbers
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 from scipy.special import logsumexp
@@ -18,17 +18,12 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress import progress
 from .._random import seed_sequence
 from .._validation import check_int
-from ._ladder import LADDER_KINDS, check_ladder, temperature_ladder
+from ._ladder import ladder_from
 from ._result import EvidenceResult
 from ._stderr import effective_sample_size
-from .sti import prepare_finite_data
+from .sti import check_step_size, prepare_finite_data
 
-__all__ = [
-    "ais_log_evidence",
-    "effective_sample_size",
-    "log_mean_weight_variance",
-    "systematic_resample",
-]
+__all__ = ["ais_log_evidence", "log_mean_weight_variance", "systematic_resample"]
 
 #: Acceptance rate the HMC step size is tuned towards (between temperatures).
 TARGET_ACCEPT = 0.8
@@ -76,39 +71,17 @@ def _check_prior_sampler(model, method):
         )
 
 
-def _ais_ladder(n_temperatures, ladder):
-    if isinstance(n_temperatures, numbers.Integral) and not isinstance(n_temperatures, bool):
-        if ladder not in LADDER_KINDS:
-            raise ValueError(f"ladder must be one of {LADDER_KINDS}, got {ladder!r}.")
-        return temperature_ladder(int(n_temperatures), kind=ladder)
-    return check_ladder(n_temperatures)
-
-
-class _Tempered:
-    """``log p(theta) + t log p(x|theta)`` and its gradient for a stack of particles."""
-
-    def __init__(self, model, X, y, n_data):
-        self.model, self.X, self.y = model, X, y
-        self.n_evaluations = 0
-        self._rows = n_data
-
-    def __call__(self, thetas):
-        """Full-data log-likelihood sums, log priors and both gradients, shape (M,) / (M, P)."""
-        model = self.model
-        log_lik, grad_lik = model.log_likelihood_and_grad_particles(thetas, self.X, self.y)
-        self.n_evaluations += thetas.shape[0] * self._rows
-        return (
-            log_lik.sum(axis=1),
-            model.log_prior_particles(thetas),
-            grad_lik,
-            model.grad_log_prior_particles(thetas),
-        )
+def _tempered(model, X, y, thetas):
+    """Full-data log-likelihood sums, log priors and both gradients of a stack of particles, shapes (M,) / (M, P)."""
+    log_lik, grad_lik = model.log_likelihood_and_grad_particles(thetas, X, y)
+    return log_lik.sum(axis=1), model.log_prior_particles(thetas), grad_lik, model.grad_log_prior_particles(thetas)
 
 
 def _hmc_transition(tempered, t, thetas, cache, step_size, n_leapfrog, rng):
     """One HMC transition of every particle at inverse temperature ``t``, Metropolis-corrected.
 
-    ``cache`` holds ``(log_lik, log_prior, grad_lik, grad_prior)`` of ``thetas``.
+    ``tempered(thetas)`` is :func:`_tempered` on the data; ``cache`` holds its
+    ``(log_lik, log_prior, grad_lik, grad_prior)`` at ``thetas``.
     Returns the new particles, their cache and the acceptance probabilities.
     """
     log_lik, log_prior, grad_lik, grad_prior = cache
@@ -241,23 +214,19 @@ def ais_log_evidence(
     n_particles = check_int("n_particles", n_particles, 2)
     n_steps = check_int("n_steps", n_steps, 1)
     n_leapfrog = check_int("n_leapfrog", n_leapfrog, 1)
-    ts = _ais_ladder(n_temperatures, ladder)
-    auto_step = isinstance(step_size, str) and step_size == "auto"
-    if not auto_step and not (
-        isinstance(step_size, numbers.Real) and np.isfinite(step_size) and step_size > 0
-    ):
-        raise ValueError(f"step_size must be a positive number or 'auto', got {step_size!r}.")
+    ts = ladder_from(n_temperatures, ladder)
+    step_size = check_step_size(step_size)
     _check_prior_sampler(model, "AIS")
     X, y, n_data = prepare_finite_data(model, X, y)
 
     rng = np.random.default_rng(seed_sequence(random_state))
     thetas = np.array(model.sample_prior(rng, size=n_particles), dtype=np.float64).reshape(n_particles, -1)
-    if auto_step:
-        eps = 0.5 * float(np.min(np.std(thetas, axis=0))) if n_particles > 1 else 0.1
+    if step_size == "auto":
+        eps = 0.5 * float(np.min(np.std(thetas, axis=0)))
         eps = eps if np.isfinite(eps) and eps > 0 else 0.1
     else:
-        eps = float(step_size)
-    tempered = _Tempered(model, X, y, n_data)
+        eps = step_size
+    tempered = partial(_tempered, model, X, y)
     cache = tempered(thetas)
     if not np.all(np.isfinite(cache[0])):
         raise ValueError(
@@ -265,31 +234,27 @@ def ais_log_evidence(
         )
 
     log_w = np.zeros(n_particles)
-    means = np.empty(ts.size)
-    stds = np.empty(ts.size)
-    acceptance = np.full(ts.size, np.nan)
-    step_sizes = np.full(ts.size, np.nan)
-    means[0], stds[0] = _weighted_moments(log_w, cache[0])
+    moments = [_weighted_moments(log_w, cache[0])]
+    acceptance, step_sizes = [np.nan], [np.nan]
     report = progress(ts.size - 1, "AIS", verbose)
     try:
-        for k in range(1, ts.size):
-            t = ts[k]
-            log_w += (t - ts[k - 1]) * cache[0]
+        for t_previous, t in zip(ts[:-1], ts[1:]):
+            log_w += (t - t_previous) * cache[0]
             rates = []
             for _ in range(n_steps):
                 thetas, cache, accept = _hmc_transition(tempered, t, thetas, cache, eps, n_leapfrog, rng)
                 rates.append(accept.mean())
-            acceptance[k], step_sizes[k] = np.mean(rates), eps
-            means[k], stds[k] = _weighted_moments(log_w, cache[0])
-            if auto_step:
-                factor = np.exp(2.0 * (acceptance[k] - TARGET_ACCEPT))
+            acceptance.append(np.mean(rates))
+            step_sizes.append(eps)
+            moments.append(_weighted_moments(log_w, cache[0]))
+            if step_size == "auto":
+                factor = np.exp(2.0 * (acceptance[-1] - TARGET_ACCEPT))
                 eps *= min(max(factor, 1.0 / _MAX_STEP_CHANGE), _MAX_STEP_CHANGE)
-            report.update(
-                1, f"t={t:.3g} accept={acceptance[k]:.2f} ESS={effective_sample_size(log_w):.1f}"
-            )
+            report.update(1, f"t={t:.3g} accept={acceptance[-1]:.2f} ESS={effective_sample_size(log_w):.1f}")
     finally:
         report.close()
 
+    means, stds = np.array(moments).T
     log_evidence = logsumexp(log_w) - np.log(n_particles)
     ess = effective_sample_size(log_w)
     if ess < max(_MIN_ESS_FRACTION * n_particles, 1.5):
@@ -300,7 +265,6 @@ def ais_log_evidence(
             ConvergenceWarning,
             stacklevel=2,
         )
-    w = np.exp(_normalise(log_w))
     return EvidenceResult(
         log_evidence=log_evidence,
         std_error=np.sqrt(log_mean_weight_variance(log_w)),
@@ -308,7 +272,8 @@ def ais_log_evidence(
         temperatures=ts,
         expected_log_likelihood=means,
         expected_log_likelihood_std=stds,
-        n_likelihood_evaluations=tempered.n_evaluations,
+        # Every particle on every row: at the prior draws, then at every leapfrog step.
+        n_likelihood_evaluations=n_particles * n_data * (1 + (ts.size - 1) * n_steps * n_leapfrog),
         wall_time=time.perf_counter() - start,
         diagnostics={
             "n_particles": n_particles,
@@ -317,13 +282,13 @@ def ais_log_evidence(
             "n_data": n_data,
             "ess": ess,
             "log_weights": log_w.copy(),
-            "acceptance_rate": acceptance,
-            "step_size": step_sizes,
+            "acceptance_rate": np.array(acceptance),
+            "step_size": np.array(step_sizes),
             "std_error_method": "delta method over independent particles",
             # The weighted particles are the posterior sample (estimators keep them).
             "particles": thetas.copy(),
         },
-        posterior_mean=w @ thetas,
+        posterior_mean=np.exp(_normalise(log_w)) @ thetas,
     )
 
 

@@ -25,6 +25,4 @@ def exact_log_evidence(model, X, y=None):
     prepare_finite_data(model, X, y)
     start = time.perf_counter()
     value = model.exact_log_evidence(X) if y is None else model.exact_log_evidence(X, y)
-    return EvidenceResult(
-        log_evidence=value, std_error=0.0, method="exact", wall_time=time.perf_counter() - start
-    )
+    return EvidenceResult(log_evidence=value, std_error=0.0, method="exact", wall_time=time.perf_counter() - start)

@@ -35,24 +35,11 @@ from ..exceptions import SamplerDivergenceError
 from ..samplers import SGHMC
 from ._result import EvidenceResult
 from ._sgais_past import _Anchors, _PastData
-from .ais import (
-    _check_prior_sampler,
-    _normalise,
-    effective_sample_size,
-    log_mean_weight_variance,
-    systematic_resample,
-)
+from ._stderr import effective_sample_size
+from .ais import _check_prior_sampler, _normalise, log_mean_weight_variance, systematic_resample
 from .sti import prepare_finite_data
 
-__all__ = [
-    "SGAISState",
-    "chunk_boundaries",
-    "next_chunk_size",
-    "sgais_advance",
-    "sgais_advance_chunk",
-    "sgais_init",
-    "sgais_log_evidence",
-]
+__all__ = ["SGAISState", "chunk_boundaries", "sgais_advance", "sgais_advance_chunk", "sgais_init", "sgais_log_evidence"]
 
 #: The chunk schedule of Cameron et al. (2019b): chunks of 20 while n <= 80, n // 4 while n < 2000.
 _SMALL_CHUNK, _SMALL_N, _LARGE_N = 20, 80, 2000
@@ -62,32 +49,17 @@ _BISECTION_RTOL = 1e-6
 _MAX_ANNEALING_STEPS = 100_000
 
 
-def next_chunk_size(n_seen, batch_size=SGAIS_BATCH_SIZE, chunk_size=None):
-    """Size of the chunk that follows ``n_seen`` data points.
-
-    With ``chunk_size=None`` this is the schedule of Cameron et al. (2019b): 20 while
-    ``n_seen <= 80``, ``n_seen // 4`` while ``n_seen < 2000``, then
-    ``batch_size``, never more than ``batch_size``. An int ``chunk_size`` is
-    used as is.
-    """
-    if chunk_size is not None:
-        return int(chunk_size)
-    if n_seen <= _SMALL_N:
-        size = _SMALL_CHUNK
-    elif n_seen < _LARGE_N:
-        size = n_seen // 4
-    else:
-        size = batch_size
-    return int(min(size, batch_size))
-
-
 def chunk_boundaries(n_data, *, n_seen=0, batch_size=SGAIS_BATCH_SIZE, chunk_size=None):
     """Cumulative data counts at the end of each chunk when ``n_data`` points follow ``n_seen``.
 
-    The last chunk is cut short at ``n_seen + n_data``. Splitting a data set
-    at any of these counts and feeding the pieces in order to
-    :func:`sgais_advance` (or ``partial_fit``) gives exactly the chunks, and
-    so the result, of processing it in one go.
+    With ``chunk_size=None`` a chunk that follows ``n`` data points has the
+    size of the schedule of Cameron et al. (2019b): 20 while ``n <= 80``,
+    ``n // 4`` while ``n < 2000``, then ``batch_size``, never more than
+    ``batch_size``. An int ``chunk_size`` is used as is. The last chunk is cut
+    short at ``n_seen + n_data``. Splitting a data set at any of these counts
+    and feeding the pieces in order to :func:`sgais_advance` (or
+    ``partial_fit``) gives exactly the chunks, and so the result, of
+    processing it in one go.
 
     Returns
     -------
@@ -96,7 +68,11 @@ def chunk_boundaries(n_data, *, n_seen=0, batch_size=SGAIS_BATCH_SIZE, chunk_siz
     """
     ends, n, stop = [], int(n_seen), int(n_seen) + int(n_data)
     while n < stop:
-        n = min(n + next_chunk_size(n, batch_size, chunk_size), stop)
+        if chunk_size is not None:
+            size = int(chunk_size)
+        else:
+            size = min(_SMALL_CHUNK if n <= _SMALL_N else n // 4 if n < _LARGE_N else batch_size, batch_size)
+        n = min(n + size, stop)
         ends.append(n)
     return np.array(ends, dtype=np.int64)
 
@@ -114,10 +90,9 @@ class SGAISState:
     particles : ndarray of shape (n_particles, n_params)
         Current particles, approximately distributed as the posterior of the
         data seen so far.
-    velocities : ndarray of shape (n_particles, n_params)
-        Their SGHMC velocities, at equilibrium for the learning rate ``eta``.
-    eta : float
-        The learning rate the velocities belong to.
+    sghmc : dict
+        SGHMC's memory: the particles' velocities ``"v"``, at equilibrium for
+        the learning rate ``"eta"`` they belong to.
     log_weights : ndarray of shape (n_particles,)
         Normalised log-weights of the particles at the end of the last chunk
         (the estimate treats the particles as equally weighted when a chunk
@@ -137,37 +112,33 @@ class SGAISState:
         in geometrically grown buffers.
     anchors : object or None
         The control variates of the past-data gradient (``None`` without them).
-    path : dict of lists
-        Per chunk: ``"log_evidence"``, ``"variance"``, ``"n_seen"``,
-        ``"annealing_steps"``, ``"min_ess"`` (what :meth:`result` reports).
+    path : list of tuples
+        Per chunk: the log-evidence, its variance, the data seen, the
+        annealing steps and the smallest ESS (what :meth:`result` reports).
     """
 
     def __init__(self, particles, rng, settings):
         m = particles.shape[0]
         self.particles = particles
-        self.velocities = None
-        self.eta = None
+        self.sghmc = {"v": None, "eta": None}
         self.log_weights = np.full(m, -np.log(m))
         self.log_evidence = 0.0
         self.log_evidence_var = 0.0
         self.n_seen = 0
         self.rng = rng
-        self.settings = dict(settings)
+        self.settings = settings
         self.past = _PastData(settings["reservoir_size"])
         self.anchors = _Anchors() if settings["control_variates"] else None
         self.n_likelihood_evaluations = 0
         self.wall_time = 0.0
-        self.path = {"log_evidence": [], "variance": [], "n_seen": [], "annealing_steps": [], "min_ess": []}
-
-    @property
-    def n_chunks(self):
-        """Number of chunks processed so far."""
-        return len(self.path["n_seen"])
+        self.path = []
 
     def result(self):
-        """The evidence of the data seen so far as an :class:`EvidenceResult` (``method="sgais"``)."""
-        s, path = self.settings, self.path
-        w = np.exp(_normalise(self.log_weights))
+        """The evidence of the data seen so far as an :class:`EvidenceResult` (``method="sgais"``).
+
+        Its diagnostics hold the particles and their log-weights, as AIS's do.
+        """
+        log_evidence, variance, n_seen, steps, min_ess = np.array(self.path, dtype=np.float64).reshape(-1, 5).T
         return EvidenceResult(
             log_evidence=self.log_evidence,
             std_error=np.sqrt(self.log_evidence_var),
@@ -175,69 +146,25 @@ class SGAISState:
             n_likelihood_evaluations=self.n_likelihood_evaluations,
             wall_time=self.wall_time,
             diagnostics={
-                "log_evidence_path": np.array(path["log_evidence"], dtype=np.float64),
-                "log_evidence_std_path": np.sqrt(np.array(path["variance"], dtype=np.float64)),
-                "n_seen": np.array(path["n_seen"], dtype=np.float64),
-                "annealing_steps": np.array(path["annealing_steps"], dtype=np.float64),
-                "min_ess": np.array(path["min_ess"], dtype=np.float64),
+                "log_evidence_path": log_evidence,
+                "log_evidence_std_path": np.sqrt(variance),
+                "n_seen": n_seen,
+                "annealing_steps": steps,
+                "min_ess": min_ess,
                 "n_data": self.n_seen,
                 "std_error_method": "delta method per annealing segment, summed over segments",
-                **s,
+                "particles": self.particles,
+                "log_weights": self.log_weights,
+                **self.settings,
             },
-            posterior_mean=w @ self.particles,
+            posterior_mean=np.exp(_normalise(self.log_weights)) @ self.particles,
         )
 
     def __repr__(self):
         return (
-            f"SGAISState(n_seen={self.n_seen}, n_chunks={self.n_chunks}, "
+            f"SGAISState(n_seen={self.n_seen}, n_chunks={len(self.path)}, "
             f"log_evidence={self.log_evidence:.6g} ± {np.sqrt(self.log_evidence_var):.2g})"
         )
-
-
-def _check_settings(
-    n_particles,
-    target_ess,
-    batch_size,
-    chunk_size,
-    n_steps,
-    learning_rate,
-    momentum_decay,
-    noise_correction,
-    resample,
-    reservoir_size,
-    control_variates,
-):
-    n_particles = check_int("n_particles", n_particles, 2)
-    is_real = isinstance(target_ess, numbers.Real) and not isinstance(target_ess, bool)
-    if not (is_real and 1.0 < target_ess <= n_particles):
-        raise ValueError(
-            f"target_ess must be in (1, n_particles] = (1, {n_particles}], got {target_ess!r}: "
-            "it is an effective number of particles."
-        )
-    if chunk_size is not None:
-        chunk_size = check_int("chunk_size", chunk_size, 1)
-    if not (isinstance(learning_rate, numbers.Real) and np.isfinite(learning_rate) and learning_rate > 0):
-        raise ValueError(f"learning_rate must be a positive number, got {learning_rate!r}.")
-    if reservoir_size is not None:
-        reservoir_size = check_int("reservoir_size", reservoir_size, 1)
-    for name, flag in (("resample", resample), ("control_variates", control_variates)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False, got {flag!r}.")
-    # SGHMC validates momentum_decay and noise_correction.
-    sampler = SGHMC(momentum_decay=momentum_decay, noise_correction=noise_correction)
-    return dict(
-        n_particles=n_particles,
-        target_ess=float(target_ess),
-        batch_size=check_int("batch_size", batch_size, 1),
-        chunk_size=chunk_size,
-        n_steps=check_int("n_steps", n_steps, 1),
-        learning_rate=float(learning_rate),
-        momentum_decay=sampler.momentum_decay,
-        noise_correction=sampler.noise_correction,
-        resample=bool(resample),
-        reservoir_size=reservoir_size,
-        control_variates=bool(control_variates),
-    )
 
 
 def sgais_init(
@@ -250,7 +177,6 @@ def sgais_init(
     n_steps=SGAIS_DEFAULTS["n_steps"],
     learning_rate=SGAIS_DEFAULTS["learning_rate"],
     momentum_decay=SGAIS_MOMENTUM_DECAY,
-    noise_correction=0.0,
     resample=SGAIS_DEFAULTS["resample"],
     reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
     control_variates=True,
@@ -258,38 +184,40 @@ def sgais_init(
 ):
     """A fresh :class:`SGAISState`: particles drawn from the prior, no data seen.
 
-    The parameters are those of :func:`sgais_log_evidence`, plus
-    ``reservoir_size``: ``None`` keeps every past row for the minibatches; an
-    int keeps a uniform random reservoir of that many rows instead, which
-    bounds memory for endless streams (Cameron et al. 2019a, section 5) at the
-    price of minibatches that repeat rows once the stream outgrows the
-    reservoir.
+    The parameters are those of :func:`sgais_log_evidence`. ``reservoir_size``:
+    ``None`` keeps every past row for the minibatches; an int keeps a uniform
+    random reservoir of that many rows instead, which bounds memory for
+    endless streams (Cameron et al. 2019a, section 5) at the price of
+    minibatches that repeat rows once the stream outgrows the reservoir.
     """
-    settings = _check_settings(
-        n_particles, target_ess, batch_size, chunk_size, n_steps, learning_rate,
-        momentum_decay, noise_correction, resample, reservoir_size, control_variates,
-    )  # fmt: skip
+    n_particles = check_int("n_particles", n_particles, 2)
+    if isinstance(target_ess, bool) or not isinstance(target_ess, numbers.Real) or not 1.0 < target_ess <= n_particles:
+        raise ValueError(
+            f"target_ess must be in (1, n_particles] = (1, {n_particles}], got {target_ess!r}: "
+            "it is an effective number of particles."
+        )
+    if not (isinstance(learning_rate, numbers.Real) and np.isfinite(learning_rate) and learning_rate > 0):
+        raise ValueError(f"learning_rate must be a positive number, got {learning_rate!r}.")
+    for name, flag in (("resample", resample), ("control_variates", control_variates)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {flag!r}.")
+    settings = dict(
+        n_particles=n_particles,
+        target_ess=float(target_ess),
+        batch_size=check_int("batch_size", batch_size, 1),
+        chunk_size=None if chunk_size is None else check_int("chunk_size", chunk_size, 1),
+        n_steps=check_int("n_steps", n_steps, 1),
+        learning_rate=float(learning_rate),
+        # SGHMC validates momentum_decay.
+        momentum_decay=SGHMC(momentum_decay=momentum_decay).momentum_decay,
+        resample=bool(resample),
+        reservoir_size=None if reservoir_size is None else check_int("reservoir_size", reservoir_size, 1),
+        control_variates=bool(control_variates),
+    )
     _check_prior_sampler(model, "SGAIS")
     rng = np.random.default_rng(seed_sequence(random_state))
-    m = settings["n_particles"]
-    particles = np.array(model.sample_prior(rng, size=m), dtype=np.float64).reshape(m, -1)
+    particles = np.array(model.sample_prior(rng, size=n_particles), dtype=np.float64).reshape(n_particles, -1)
     return SGAISState(particles, rng, settings)
-
-
-def _prepare(state, model, X, y):
-    X, y, n_data = prepare_finite_data(model, X, y)
-    if not isinstance(X, np.ndarray) or X.shape[0] != n_data:
-        raise TypeError(
-            f"SGAIS draws minibatches by row: {type(model).__name__}.prepare_data must return "
-            "arrays whose first axis indexes the data points."
-        )
-    n_params = state.particles.shape[1]
-    if model.n_params is not None and model.n_params != n_params:
-        raise ValueError(
-            f"The model has {model.n_params} parameters but the stream's particles have {n_params}: "
-            "a stream must keep the model it started with."
-        )
-    return X, y, n_data
 
 
 def _conditional_ess(log_w, log_lik, step):
@@ -317,24 +245,22 @@ def _next_step(log_w, log_lik, max_step, target_ess):
 
 
 def _divergence(state, n_end, beta, eta):
-    s = state.settings
     return SamplerDivergenceError(
         f"SGHMC diverged (non-finite particles) in the SGAIS chunk ending at n={n_end}, at "
         f"inverse temperature {beta:.3g} with learning rate {eta:.3g} "
-        f"(= learning_rate / n = {s['learning_rate']:.3g} / {n_end}). Lower learning_rate, e.g. "
+        f"(= learning_rate / n = {state.settings['learning_rate']:.3g} / {n_end}). Lower learning_rate, e.g. "
         "by a factor of 10: the default suits likelihoods of about unit curvature per datum.",
         temperature=beta,
         step_size=eta,
     )
 
 
-def _move(state, model, sampler, sampler_state, Xc, yc, beta, eta, n_end):
+def _move(state, model, sampler, Xc, yc, beta, eta, n_end):
     """``n_steps`` SGHMC steps of every particle towards p(θ) p(x_<n|θ) p(chunk|θ)^β."""
-    s, past, rng = state.settings, state.past, state.rng
+    s, past, rng, sampler_state = state.settings, state.past, state.rng, state.sghmc
     theta = state.particles
     m, n_chunk = theta.shape[0], Xc.shape[0]
-    nonnegative = model.nonnegative
-    anchors = state.anchors
+    nonnegative, anchors = model.nonnegative, state.anchors
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(s["n_steps"]):
             grad = model.grad_log_prior_particles(theta)
@@ -376,9 +302,8 @@ def sgais_advance_chunk(state, model, X, y=None):
     m, n_chunk = state.particles.shape[0], X.shape[0]
     n_end = state.n_seen + n_chunk
     eta = s["learning_rate"] / n_end
-    sampler = SGHMC(momentum_decay=s["momentum_decay"], noise_correction=s["noise_correction"])
-    # The velocities carry over from the previous chunk; SGHMC rescales them to the new eta.
-    sampler_state = {"v": state.velocities, "eta": state.eta}
+    # The velocities in state.sghmc carry over from the previous chunk; SGHMC rescales them to the new eta.
+    sampler = SGHMC(momentum_decay=s["momentum_decay"])
 
     with np.errstate(over="ignore", invalid="ignore"):
         log_lik = model.log_likelihood_particles(state.particles, X, y).sum(axis=1)
@@ -407,28 +332,22 @@ def sgais_advance_chunk(state, model, X, y=None):
             state.log_evidence_var += log_mean_weight_variance(log_w)
             idx = systematic_resample(log_w, rng)
             state.particles = state.particles[idx]
-            if sampler_state["v"] is not None:
-                sampler_state["v"] = sampler_state["v"][idx]
+            if state.sghmc["v"] is not None:
+                state.sghmc["v"] = state.sghmc["v"][idx]
             if state.anchors is not None:
                 state.anchors.permute(idx)
             log_w = np.full(m, -np.log(m))
-        log_lik = _move(state, model, sampler, sampler_state, X, y, beta, eta, n_end)
+        log_lik = _move(state, model, sampler, X, y, beta, eta, n_end)
 
     # The next chunk restarts from equal weights: close this segment's variance.
     state.log_evidence_var += log_mean_weight_variance(log_w)
     state.log_weights = log_w
-    state.velocities, state.eta = sampler_state["v"], eta
     state.past.append(X, y, rng)
     if state.anchors is not None:
         with np.errstate(over="ignore", invalid="ignore"):
             state.anchors.after_append(state, model, X, y, state.particles)
     state.n_seen = n_end
-    path = state.path
-    path["log_evidence"].append(state.log_evidence)
-    path["variance"].append(state.log_evidence_var)
-    path["n_seen"].append(n_end)
-    path["annealing_steps"].append(n_annealing)
-    path["min_ess"].append(min_ess)
+    state.path.append((state.log_evidence, state.log_evidence_var, n_end, n_annealing, min_ess))
     return state
 
 
@@ -452,20 +371,29 @@ def sgais_advance(state, model, X, y=None, *, verbose=0):
         ``1``: a progress bar over chunks; ``2``: one printed line per chunk.
     """
     start = time.perf_counter()
-    X, y, n_data = _prepare(state, model, X, y)
+    X, y, n_data = prepare_finite_data(model, X, y)
+    if not isinstance(X, np.ndarray) or X.shape[0] != n_data:
+        raise TypeError(
+            f"SGAIS draws minibatches by row: {type(model).__name__}.prepare_data must return "
+            "arrays whose first axis indexes the data points."
+        )
+    n_params = state.particles.shape[1]
+    if model.n_params is not None and model.n_params != n_params:
+        raise ValueError(
+            f"The model has {model.n_params} parameters but the stream's particles have {n_params}: "
+            "a stream must keep the model it started with."
+        )
     s = state.settings
     ends = chunk_boundaries(n_data, n_seen=state.n_seen, batch_size=s["batch_size"], chunk_size=s["chunk_size"])
-    offset = state.n_seen
+    ends -= state.n_seen
     report = progress(ends.size, "SGAIS", verbose)
     try:
-        lo = 0
-        for end in ends - offset:
+        for lo, end in zip(np.r_[0, ends[:-1]], ends):
             sgais_advance_chunk(state, model, X[lo:end], None if y is None else y[lo:end])
-            lo = end
             report.update(
                 1,
                 f"n={state.n_seen} log Z={state.log_evidence:.6g} ± {np.sqrt(state.log_evidence_var):.2g} "
-                f"annealing steps={state.path['annealing_steps'][-1]}",
+                f"annealing steps={state.path[-1][3]}",
             )
     finally:
         report.close()

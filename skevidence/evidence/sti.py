@@ -13,12 +13,12 @@ from .._progress import progress
 from .._random import seed_sequence
 from .._validation import check_int
 from ..samplers import StepSizeSchedule, get_sampler
-from ._ladder import LADDER_KINDS, check_ladder, temperature_ladder, trapezoid_weights
+from ._ladder import ladder_from, trapezoid_weights
 from ._result import EvidenceResult
 from ._runner import GradientChainRunner
 from ._stderr import batch_means_variance
 
-__all__ = ["sti_log_evidence", "default_step_size", "check_raw_data", "prepare_finite_data"]
+__all__ = ["sti_log_evidence", "default_step_size", "check_step_size", "prepare_finite_data"]
 
 
 def default_step_size(n_data, batch_size, sampler_name):
@@ -38,37 +38,31 @@ def default_step_size(n_data, batch_size, sampler_name):
     return 0.1 / n_data
 
 
-def check_raw_data(model, X, y):
-    """Reject what no model can take, before ``prepare_data`` casts it silently or obscurely.
-
-    Complex data (a cast to float64 would drop the imaginary part), sparse
-    input to a model that needs dense data (``model.accepts_sparse``), and
-    non-numeric arrays each raise a ``ValueError`` that names the problem.
-    """
-    for name, arr in (("X", X), ("y", y)):
-        if arr is None:
-            continue
-        if sparse.issparse(arr):
-            if not getattr(model, "accepts_sparse", False):
-                raise ValueError(
-                    f"{name} is a sparse matrix, but {type(model).__name__} needs dense data: "
-                    f"pass {name}.toarray()."
-                )
-            if np.iscomplexobj(arr.data):
-                raise ValueError(f"{name} is complex; the evidence needs real data (take magnitudes first).")
-            continue
-        if np.iscomplexobj(arr):
-            raise ValueError(f"{name} is complex; the evidence needs real data (take magnitudes first).")
+def check_step_size(step_size):
+    """``"auto"``, or ``step_size`` as a float if it is a positive finite number."""
+    if isinstance(step_size, str) and step_size == "auto":
+        return step_size
+    if isinstance(step_size, numbers.Real) and np.isfinite(step_size) and step_size > 0:
+        return float(step_size)
+    raise ValueError(f"step_size must be a positive number or 'auto', got {step_size!r}.")
 
 
 def prepare_finite_data(model, X, y):
-    """``model.prepare_data`` then the checks every evidence method needs.
+    """``model.prepare_data`` with the checks every evidence method needs; returns ``(X, y, n_data)``.
 
-    Arrays are checked for NaN and infinity here; a model whose prepared data
-    are another kind of object (a factorisation's blocks, say) checks them in
-    its own ``prepare_data``.
+    Complex data (a cast to float64 would drop the imaginary part) and sparse
+    input are refused before ``prepare_data`` casts them silently or
+    obscurely; prepared arrays are checked for NaN and infinity (a model whose
+    prepared data are another kind of object, a factorisation's blocks, say,
+    checks them in its own ``prepare_data``).
     """
-    check_raw_data(model, X, y)
+    for name, arr in (("X", X), ("y", y)):
+        if sparse.issparse(arr):
+            raise ValueError(
+                f"{name} is a sparse matrix, but {type(model).__name__} needs dense data: pass {name}.toarray()."
+            )
+        if np.iscomplexobj(arr):
+            raise ValueError(f"{name} is complex; the evidence needs real data (take magnitudes first).")
     X, y = model.prepare_data(X, y)
     for name, arr in (("X", X), ("y", y)):
         if isinstance(arr, np.ndarray) and not np.all(np.isfinite(arr)):
@@ -112,22 +106,12 @@ def _warn_if_not_increasing(temperatures, means, variances):
     if drops.any():
         i = int(np.argmax(drops))
         warnings.warn(
-            "The estimated expected log-likelihood decreases from "
-            f"t={temperatures[i]:.3g} ({means[i]:.6g}) to t={temperatures[i + 1]:.3g} "
-            f"({means[i + 1]:.6g}), which it cannot do at equilibrium: the chains did not "
-            "equilibrate and the evidence is unreliable. Increase n_samples and n_burnin, "
-            "or lower step_size.",
+            f"The estimated expected log-likelihood decreases from t={temperatures[i]:.3g} ({means[i]:.6g}) to "
+            f"t={temperatures[i + 1]:.3g} ({means[i + 1]:.6g}), which it cannot do at equilibrium: the chains did "
+            "not equilibrate and the evidence is unreliable. Increase n_samples and n_burnin, or lower step_size.",
             ConvergenceWarning,
             stacklevel=3,
         )
-
-
-def _ladder(temperatures, ladder):
-    if isinstance(temperatures, numbers.Integral) and not isinstance(temperatures, bool):
-        if ladder not in LADDER_KINDS:
-            raise ValueError(f"ladder must be one of {LADDER_KINDS}, got {ladder!r}.")
-        return temperature_ladder(int(temperatures), kind=ladder)
-    return check_ladder(temperatures)
 
 
 def sti_log_evidence(
@@ -231,9 +215,7 @@ def sti_log_evidence(
     """
     start = time.perf_counter()
     n_samples = check_int("n_samples", n_samples)
-    n_burnin = int(n_burnin) if isinstance(n_burnin, numbers.Integral) and n_burnin >= 0 else None
-    if n_burnin is None:
-        raise ValueError("n_burnin must be a non-negative integer.")
+    n_burnin = check_int("n_burnin", n_burnin, 0)
     if n_burnin >= n_samples - 1:
         raise ValueError(
             f"n_burnin ({n_burnin}) must be less than n_samples - 1 ({n_samples - 1}): "
@@ -242,7 +224,8 @@ def sti_log_evidence(
     batch_size = check_int("batch_size", batch_size)
     if not (isinstance(step_decay, numbers.Real) and 0.0 <= step_decay <= 1.0):
         raise ValueError(f"step_decay must be in [0, 1], got {step_decay!r}.")
-    ts = _ladder(temperatures, ladder)
+    step_size = check_step_size(step_size)
+    ts = ladder_from(temperatures, ladder)
     sampler = get_sampler(sampler)
 
     X, y, n_data = prepare_finite_data(model, X, y)
@@ -251,55 +234,45 @@ def sti_log_evidence(
         runner = GradientChainRunner(model, X, y, sampler=sampler, batch_size=batch_size)
     # A fused runner has its own minibatch (a factorisation's part).
     batch_size = runner.batch_size
-    if isinstance(step_size, str) and step_size == "auto":
-        schedule = StepSizeSchedule.ending_at(
-            default_step_size(n_data, batch_size, sampler.name), step_decay, n_burnin
-        )
-    elif isinstance(step_size, numbers.Real) and np.isfinite(step_size) and step_size > 0:
-        schedule = StepSizeSchedule(float(step_size), float(step_decay), n_burnin)
+    if step_size == "auto":
+        schedule = StepSizeSchedule.ending_at(default_step_size(n_data, batch_size, sampler.name), step_decay, n_burnin)
     else:
-        raise ValueError(f"step_size must be a positive number or 'auto', got {step_size!r}.")
+        schedule = StepSizeSchedule(step_size, float(step_decay), n_burnin)
 
     streams = seed_sequence(random_state).spawn(ts.size + 1)
     state = runner.initial_state(np.random.default_rng(streams[0]))
-
     prior = None  # (log-likelihoods, draws) of exact prior draws, while they serve
     posterior_mean = None
-    reweighted = np.zeros(ts.size, dtype=bool)
-    means = np.empty(ts.size)
-    variances = np.empty(ts.size)
-    taus = np.empty(ts.size)
-    step_sizes = np.empty(ts.size)
-    capped = np.zeros(ts.size)
+    # Per temperature: mean, variance, autocorrelation time, step size, capped fraction, reweighted or not.
+    rungs = []
     n_evals = 0
     report = progress(ts.size, "STI", verbose)
     try:
-        for i, t in enumerate(ts):
-            rng = np.random.default_rng(streams[i + 1])
+        for t, stream in zip(ts, streams[1:]):
+            rng = np.random.default_rng(stream)
             found = _reweighted_prior(prior, t, rng) if prior is not None and t > 0 else None
             if found is not None:
-                means[i], variances[i], state, posterior_mean = found
-                taus[i], step_sizes[i], reweighted[i] = 1.0, np.nan, True
+                mean, variance, state, posterior_mean = found
+                rungs.append((mean, variance, 1.0, np.nan, 0.0, True))
             else:
                 prior = None
                 state, trace = runner.run(
                     state, float(t), n_samples=n_samples, n_burnin=n_burnin, schedule=schedule, rng=rng
                 )
-                means[i] = trace.log_likelihood.mean()
-                variances[i], taus[i] = batch_means_variance(trace.log_likelihood)
-                step_sizes[i] = trace.step_size
-                capped[i] = trace.capped_fraction
+                mean = trace.log_likelihood.mean()
+                variance, tau = batch_means_variance(trace.log_likelihood)
+                rungs.append((mean, variance, tau, trace.step_size, trace.capped_fraction, False))
                 n_evals += trace.n_likelihood_evaluations
                 if trace.prior_draws is not None and model.reweight_prior_draws:
                     prior = (trace.log_likelihood, trace.prior_draws)
                 posterior_mean = trace.state_mean
-            report.update(1, f"t={t:.3g} E[log p(x|θ)]={means[i]:.6g} ± {np.sqrt(variances[i]):.2g}")
+            report.update(1, f"t={t:.3g} E[log p(x|θ)]={mean:.6g} ± {np.sqrt(variance):.2g}")
     finally:
         report.close()
 
+    means, variances, taus, step_sizes, capped, reweighted = map(np.array, zip(*rungs))
     _warn_if_not_increasing(ts, means, variances)
     weights = trapezoid_weights(ts)
-    n_kept = n_samples - n_burnin
     return EvidenceResult(
         log_evidence=weights @ means,
         std_error=np.sqrt(weights**2 @ variances),
@@ -319,7 +292,7 @@ def sti_log_evidence(
             "step_size": step_sizes,
             "capped_fraction": capped,
             "autocorr_time": taus,
-            "effective_sample_size": n_kept / taus,
+            "effective_sample_size": (n_samples - n_burnin) / taus,
             "reweighted_prior": reweighted,
         },
         posterior_mean=posterior_mean,

@@ -6,10 +6,4 @@ from .gaussian_mixture import DiagonalGaussianMixture
 from .linear_regression import LinearGaussian
 from .softmax_regression import SoftmaxRegression
 
-__all__ = [
-    "DiagonalGaussianMixture",
-    "EvidenceModel",
-    "GaussianAdditive",
-    "LinearGaussian",
-    "SoftmaxRegression",
-]
+__all__ = ["DiagonalGaussianMixture", "EvidenceModel", "GaussianAdditive", "LinearGaussian", "SoftmaxRegression"]

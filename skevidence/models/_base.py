@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["EvidenceModel"]
+LOG_2PI = np.log(2.0 * np.pi)
 
 
 class EvidenceModel:
@@ -45,7 +45,8 @@ class EvidenceModel:
     The defaults loop over the particles with the single-``theta`` methods
     above, so a model works without them; a model that can vectorise (one
     matrix product for all particles) overrides them, which is what makes
-    SGAIS fast. Overrides must agree with the loops to rounding. Both
+    SGAIS fast, and may then leave out the single-``theta`` methods, whose
+    defaults take the one particle of the batched ones. Both
     methods also need exact prior draws (:meth:`sample_prior` with
     ``size=M``), and rows of the prepared data indexable along the first
     axis (``X[idx]``, ``y[idx]``) since they draw minibatches by index.
@@ -62,9 +63,9 @@ class EvidenceModel:
     #: Boolean mask of parameters constrained to be non-negative, or ``None``.
     nonnegative = None
 
-    #: Whether :meth:`prepare_data` takes ``scipy.sparse`` input; the evidence
-    #: methods refuse sparse data for models that do not.
-    accepts_sparse = False
+    #: Number of columns of ``X`` (each row one datum) that :meth:`prepare_data`
+    #: checks, or ``None`` for any shape.
+    n_features = None
 
     @property
     def n_params(self):
@@ -74,16 +75,18 @@ class EvidenceModel:
     def prepare_data(self, X, y=None):
         """Return ``(X, y)`` in the form the other methods expect.
 
-        The default makes float64 C-contiguous arrays and checks that the
-        numbers of rows agree. Models override it to reshape their data.
+        The default makes float64 C-contiguous arrays and checks that ``X``
+        has :attr:`n_features` columns (when set) and ``y`` as many rows as
+        ``X``. Models override it to reshape their data.
         """
         X = np.ascontiguousarray(X, dtype=np.float64)
+        if self.n_features is not None and (X.ndim != 2 or X.shape[1] != self.n_features):
+            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
         if y is not None:
             y = np.ascontiguousarray(y, dtype=np.float64)
             if y.shape[0] != X.shape[0]:
                 raise ValueError(
-                    f"X has {X.shape[0]} rows but y has {y.shape[0]}; "
-                    "they must describe the same data points."
+                    f"X has {X.shape[0]} rows but y has {y.shape[0]}; they must describe the same data points."
                 )
         return X, y
 
@@ -97,6 +100,10 @@ class EvidenceModel:
 
     def log_likelihood_and_grad(self, theta, X, y=None):
         """Per-datum log-likelihoods and the gradient of their sum.
+
+        The default takes the one particle of
+        :meth:`log_likelihood_and_grad_particles`, for a model that implements
+        the batched methods only.
 
         Parameters
         ----------
@@ -114,15 +121,26 @@ class EvidenceModel:
         grad : ndarray of shape (n_params,)
             ``sum_n grad_theta log p(x_n | theta)`` over the rows.
         """
-        raise self._missing("log_likelihood_and_grad")
+        log_lik, grads = self._batched("log_likelihood_and_grad")(np.atleast_2d(theta), X, y)
+        return log_lik[0], grads[0]
 
     def log_prior(self, theta):
         """Log prior density ``log p(theta)``."""
-        raise self._missing("log_prior")
+        return float(self._batched("log_prior")(np.atleast_2d(theta))[0])
 
     def grad_log_prior(self, theta):
         """Gradient of :meth:`log_prior`, shape ``(n_params,)``."""
-        raise self._missing("grad_log_prior")
+        return self._batched("grad_log_prior")(np.atleast_2d(theta))[0]
+
+    def _batched(self, method):
+        """The batched ``<method>_particles`` a single-``theta`` default falls back on, if the model has it."""
+        batched = f"{method}_particles"
+        if getattr(type(self), batched) is getattr(EvidenceModel, batched):
+            raise TypeError(
+                f"{type(self).__name__} implements neither {method} nor {batched}, one of which the "
+                "evidence methods need: implement it, or return a chain runner of your own from chain_runner."
+            )
+        return getattr(self, batched)
 
     def log_likelihood_particles(self, thetas, X, y=None):
         """Per-datum log-likelihoods for a stack of parameters, shape ``(M, n_rows)``.
@@ -168,13 +186,6 @@ class EvidenceModel:
         """Gradient of the log prior of each particle, shape ``(M, n_params)``; loops by default."""
         return np.stack([np.asarray(self.grad_log_prior(theta), dtype=np.float64) for theta in thetas])
 
-    def _missing(self, method):
-        return TypeError(
-            f"{type(self).__name__} does not implement {method}, which the generic "
-            "GradientChainRunner needs: implement it, or return a runner of your own "
-            "from chain_runner."
-        )
-
     def sample_prior(self, rng, size=None):
         """Exact draws from the prior.
 
@@ -210,3 +221,22 @@ class EvidenceModel:
         ``initial_state`` and ``run`` methods; the driver does not change.
         """
         return None
+
+
+class GaussianPriorModel(EvidenceModel):
+    """A model whose parameters are independent ``N(prior_mean, prior_var)`` a priori, sampled exactly."""
+
+    exact_prior_sampling = True
+    prior_mean = 0.0
+
+    def log_prior_particles(self, thetas):
+        d = np.atleast_2d(thetas) - self.prior_mean
+        sq = np.einsum("ij,ij->i", d, d)
+        return -0.5 * (self.n_params * (LOG_2PI + np.log(self.prior_var)) + sq / self.prior_var)
+
+    def grad_log_prior_particles(self, thetas):
+        return -(np.atleast_2d(thetas) - self.prior_mean) / self.prior_var
+
+    def sample_prior(self, rng, size=None):
+        shape = self.n_params if size is None else (size, self.n_params)
+        return self.prior_mean + np.sqrt(self.prior_var) * rng.standard_normal(shape)

@@ -18,15 +18,13 @@ Hawryluk et al. 2023).
 import numpy as np
 from scipy.optimize import minimize
 
-from ._base import EvidenceModel
-
-__all__ = ["GaussianReferencedModel", "laplace_reference"]
+from ._base import GaussianPriorModel
 
 
-def _full_gradient(model, theta, X, y):
-    """:math:`\\log p(\\theta) + \\log p(X \\mid \\theta)` and its gradient, on all the data."""
+def _negative_log_posterior(theta, model, X, y):
+    """:math:`-\\log p(\\theta) - \\log p(X \\mid \\theta)` and its gradient, on all the data."""
     log_lik, grad = model.log_likelihood_and_grad(theta, X, y)
-    return float(np.sum(log_lik)) + float(model.log_prior(theta)), grad + model.grad_log_prior(theta)
+    return -float(np.sum(log_lik)) - float(model.log_prior(theta)), -grad - model.grad_log_prior(theta)
 
 
 def laplace_reference(model, X, y=None, *, random_state=None):
@@ -51,24 +49,23 @@ def laplace_reference(model, X, y=None, *, random_state=None):
     rng = np.random.default_rng(random_state)
     start = np.asarray(model.initial_params(rng), dtype=np.float64).reshape(-1)
 
-    def objective(theta):
-        value, grad = _full_gradient(model, theta, X, y)
-        return -value, -grad
-
+    args = (model, X, y)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        found = minimize(objective, start, jac=True, method="L-BFGS-B", options=dict(maxiter=2000, gtol=1e-9))
+        options = dict(maxiter=2000, gtol=1e-9)
+        found = minimize(_negative_log_posterior, start, args=args, jac=True, method="L-BFGS-B", options=options)
         mode = found.x
         if not np.all(np.isfinite(mode)):
             return None
         d = mode.size
-        hessian = np.empty((d, d))
+        precision = np.empty((d, d))
         for j in range(d):
             h = 1e-5 * max(1.0, abs(mode[j]))
             step = np.zeros(d)
             step[j] = h
-            hessian[:, j] = (_full_gradient(model, mode + step, X, y)[1]
-                             - _full_gradient(model, mode - step, X, y)[1]) / (2.0 * h)
-    precision = -(hessian + hessian.T) / 2.0
+            gradients = _negative_log_posterior(mode + step, *args)[1] - _negative_log_posterior(mode - step, *args)[1]
+            precision[:, j] = gradients / (2.0 * h)
+    # The Hessian of the negative log posterior, symmetrised.
+    precision = (precision + precision.T) / 2.0
     if not np.all(np.isfinite(precision)):
         return None
     try:
@@ -79,7 +76,7 @@ def laplace_reference(model, X, y=None, *, random_state=None):
     return mode, (cov + cov.T) / 2.0
 
 
-class GaussianReferencedModel(EvidenceModel):
+class GaussianReferencedModel(GaussianPriorModel):
     r"""``model`` seen from a Gaussian reference :math:`q = \mathcal{N}(\mu, LL^T)`, in whitened coordinates.
 
     The parameters are :math:`z`, :math:`\theta = \mu + Lz`; the prior is
@@ -101,7 +98,8 @@ class GaussianReferencedModel(EvidenceModel):
         :math:`N`, the number of rows of the prepared data.
     """
 
-    exact_prior_sampling = True
+    #: The prior of the whitened parameters, N(0, I).
+    prior_var = 1.0
     #: No reweighted draws: from the reference the integrand barely varies over
     #: q's draws, but each draw's minibatch estimate of it is noisy, and weights
     #: p(x|z)^t of such draws follow the noise (they lift the lowest rungs by up
@@ -118,10 +116,8 @@ class GaussianReferencedModel(EvidenceModel):
         self.mean = np.asarray(mean, dtype=np.float64)
         self.chol = np.linalg.cholesky(np.asarray(cov, dtype=np.float64))
         self.n_data_total = int(n_data)
-        d = self.mean.size
         # log q(theta) = log N(z; 0, I) - log |L|.
         self._log_det = float(np.log(np.diag(self.chol)).sum())
-        self._log_norm = -0.5 * d * np.log(2.0 * np.pi)
 
     @property
     def n_params(self):
@@ -137,21 +133,10 @@ class GaussianReferencedModel(EvidenceModel):
     def n_data(self, X, y=None):
         return self.model.n_data(X, y)
 
-    def log_prior(self, z):
-        return self._log_norm - 0.5 * float(z @ z)
-
-    def grad_log_prior(self, z):
-        return -np.asarray(z, dtype=np.float64)
-
     def _log_ratio(self, z, theta):
         r""":math:`\log p(\theta) - \log q(\theta)` and its gradient in ``z``."""
         value = float(self.model.log_prior(theta)) - (self.log_prior(z) - self._log_det)
         return value, self.chol.T @ self.model.grad_log_prior(theta) + z
-
-    def log_likelihood(self, z, X, y=None):
-        theta = self.theta(z)
-        log_lik = np.asarray(self.model.log_likelihood(theta, X, y), dtype=np.float64)
-        return log_lik + self._log_ratio(z, theta)[0] / self.n_data_total
 
     def log_likelihood_and_grad(self, z, X, y=None):
         theta = self.theta(z)
@@ -160,10 +145,3 @@ class GaussianReferencedModel(EvidenceModel):
         ratio, ratio_grad = self._log_ratio(z, theta)
         share = log_lik.shape[0] / self.n_data_total
         return log_lik + ratio / self.n_data_total, self.chol.T @ grad + share * ratio_grad
-
-    def sample_prior(self, rng, size=None):
-        shape = self.mean.size if size is None else (int(size), self.mean.size)
-        return rng.standard_normal(shape)
-
-    def initial_params(self, rng):
-        return self.sample_prior(rng)

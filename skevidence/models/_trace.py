@@ -9,8 +9,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ChainTrace"]
-
 
 class ChainTrace(NamedTuple):
     """What one chain at one temperature reports back to the driver."""

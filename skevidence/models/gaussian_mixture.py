@@ -3,11 +3,10 @@
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ._base import EvidenceModel
+from .._validation import check_int, check_positive_real
+from ._base import LOG_2PI, EvidenceModel
 
 __all__ = ["DiagonalGaussianMixture"]
-
-_LOG_2PI = np.log(2.0 * np.pi)
 
 
 def _log_gamma_variates(rng, shape, size):
@@ -89,23 +88,12 @@ class DiagonalGaussianMixture(EvidenceModel):
         var_shape=1.0,
         var_scale=1.0,
     ):
-        for name, value in (("n_features", n_features), ("n_components", n_components)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        for name, value in (
-            ("weight_concentration", weight_concentration),
-            ("mean_precision", mean_precision),
-            ("var_shape", var_shape),
-            ("var_scale", var_scale),
-        ):
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-        self.n_features = int(n_features)
-        self.n_components = int(n_components)
-        self.weight_concentration = float(weight_concentration)
-        self.mean_precision = float(mean_precision)
-        self.var_shape = float(var_shape)
-        self.var_scale = float(var_scale)
+        self.n_features = check_int("n_features", n_features)
+        self.n_components = check_int("n_components", n_components)
+        self.weight_concentration = check_positive_real("weight_concentration", weight_concentration)
+        self.mean_precision = check_positive_real("mean_precision", mean_precision)
+        self.var_shape = check_positive_real("var_shape", var_shape)
+        self.var_scale = check_positive_real("var_scale", var_scale)
 
     @property
     def n_params(self):
@@ -125,24 +113,20 @@ class DiagonalGaussianMixture(EvidenceModel):
         """
         theta = np.asarray(theta, dtype=np.float64)
         k, d = self.n_components, self.n_features
-        lead = theta.shape[:-1]
-        return (
-            theta[..., :k],
-            theta[..., k : k + k * d].reshape(*lead, k, d),
-            theta[..., k + k * d :].reshape(*lead, k, d),
-        )
+        eta, mu, s = np.split(theta, [k, k + k * d], axis=-1)
+        return eta, mu.reshape(*theta.shape[:-1], k, d), s.reshape(*theta.shape[:-1], k, d)
+
+    def join(self, eta, mu, s):
+        """The ``theta`` (or stack of them) of ``(eta, mu, s)``: the inverse of :meth:`unpack`."""
+        lead = np.shape(eta)[:-1]
+        return np.concatenate([eta, np.reshape(mu, (*lead, -1)), np.reshape(s, (*lead, -1))], axis=-1)
 
     def pack(self, weights, means, variances):
         """The ``theta`` of given weights, means and variances (inverse of :meth:`constrained`).
 
         Of the ``eta`` that map to ``weights`` it returns ``log(weights)``.
         """
-        weights = np.asarray(weights, dtype=np.float64)
-        means = np.asarray(means, dtype=np.float64)
-        variances = np.asarray(variances, dtype=np.float64)
-        lead = weights.shape[:-1]
-        parts = [np.log(weights), means.reshape(*lead, -1), np.log(variances).reshape(*lead, -1)]
-        return np.concatenate(parts, axis=-1)
+        return self.join(np.log(np.asarray(weights, dtype=np.float64)), means, np.log(variances))
 
     def constrained(self, theta):
         """Mixture weights, means and variances of ``theta`` (or of a stack of them).
@@ -159,10 +143,7 @@ class DiagonalGaussianMixture(EvidenceModel):
 
     def prepare_data(self, X, y=None):
         """Return ``X`` as float64 ``(n, n_features)``; ``y`` is ignored (unsupervised model)."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
-        return X, None
+        return super().prepare_data(X)
 
     def _component_terms(self, thetas, X):
         """Per-datum, per-component ``log beta_k + log N(x_n | k)``, and the scaled squares.
@@ -176,7 +157,7 @@ class DiagonalGaussianMixture(EvidenceModel):
         # catastrophically for data far from the origin relative to their spread.
         diff = X[None, :, None, :] - mu[:, None, :, :]
         sq = diff * diff * np.exp(-s)[:, None, :, :]
-        log_norm = -0.5 * (self.n_features * _LOG_2PI + s.sum(axis=-1))
+        log_norm = -0.5 * (self.n_features * LOG_2PI + s.sum(axis=-1))
         comp = (log_w + log_norm)[:, None, :] - 0.5 * sq.sum(axis=-1)
         return comp, sq
 
@@ -219,50 +200,28 @@ class DiagonalGaussianMixture(EvidenceModel):
         weighted_x = np.einsum("mnk,nd->mkd", resp, X)
         grad_mu = np.exp(-s) * (weighted_x - r_sum[..., None] * mu)
         grad_s = 0.5 * (np.einsum("mnk,mnkd->mkd", resp, sq) - r_sum[..., None])
-        m = thetas.shape[0]
-        grads = np.concatenate([grad_eta, grad_mu.reshape(m, -1), grad_s.reshape(m, -1)], axis=1)
-        return log_lik, grads
-
-    def log_likelihood(self, theta, X, y=None):
-        return self.log_likelihood_particles(theta[None, :], X)[0]
-
-    def log_likelihood_and_grad(self, theta, X, y=None):
-        log_lik, grads = self.log_likelihood_and_grad_particles(theta[None, :], X)
-        return log_lik[0], grads[0]
-
-    def _hyper(self):
-        return self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
+        return log_lik, self.join(grad_eta, grad_mu, grad_s)
 
     def log_prior_particles(self, thetas):
         """:meth:`log_prior` of each row of ``thetas``, shape ``(M,)``."""
-        alpha, kappa, a, b = self._hyper()
+        alpha, kappa, a, b = self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
         eta, mu, s = self.unpack(np.atleast_2d(thetas))
         inv_var = np.exp(-s)
         n_kd = self.n_components * self.n_features
         lp_eta = (alpha * eta - np.exp(eta)).sum(axis=-1) - self.n_components * gammaln(alpha)
         lp_s = (-a * s - b * inv_var).sum(axis=(-2, -1)) + n_kd * (a * np.log(b) - gammaln(a))
-        lp_mu = -0.5 * (
-            (s + kappa * mu * mu * inv_var).sum(axis=(-2, -1)) + n_kd * (_LOG_2PI - np.log(kappa))
-        )
+        lp_mu = -0.5 * ((s + kappa * mu * mu * inv_var).sum(axis=(-2, -1)) + n_kd * (LOG_2PI - np.log(kappa)))
         return lp_eta + lp_s + lp_mu
 
     def grad_log_prior_particles(self, thetas):
         """:meth:`grad_log_prior` of each row of ``thetas``, shape ``(M, n_params)``."""
-        alpha, kappa, a, b = self._hyper()
-        thetas = np.atleast_2d(thetas)
-        eta, mu, s = self.unpack(thetas)
+        alpha, kappa, a, b = self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
+        eta, mu, s = self.unpack(np.atleast_2d(thetas))
         inv_var = np.exp(-s)
         grad_eta = alpha - np.exp(eta)
         grad_mu = -kappa * mu * inv_var
         grad_s = -0.5 - a + (b + 0.5 * kappa * mu * mu) * inv_var
-        m = thetas.shape[0]
-        return np.concatenate([grad_eta, grad_mu.reshape(m, -1), grad_s.reshape(m, -1)], axis=1)
-
-    def log_prior(self, theta):
-        return float(self.log_prior_particles(np.asarray(theta)[None, :])[0])
-
-    def grad_log_prior(self, theta):
-        return self.grad_log_prior_particles(np.asarray(theta)[None, :])[0]
+        return self.join(grad_eta, grad_mu, grad_s)
 
     def sample_prior(self, rng, size=None):
         m = 1 if size is None else int(size)
@@ -271,7 +230,7 @@ class DiagonalGaussianMixture(EvidenceModel):
         # sigma^2 = b / G with G ~ Gamma(a, 1) is InvGamma(a, b).
         s = np.log(self.var_scale) - _log_gamma_variates(rng, self.var_shape, (m, k, d))
         mu = np.sqrt(np.exp(s) / self.mean_precision) * rng.standard_normal((m, k, d))
-        theta = np.concatenate([eta, mu.reshape(m, -1), s.reshape(m, -1)], axis=1)
+        theta = self.join(eta, mu, s)
         return theta[0] if size is None else theta
 
     def responsibilities(self, thetas, X, weights=None):
@@ -293,6 +252,4 @@ class DiagonalGaussianMixture(EvidenceModel):
         """
         comp, _ = self._component_terms(np.atleast_2d(thetas), X)
         resp = np.exp(comp - logsumexp(comp, axis=-1, keepdims=True))
-        if weights is None:
-            return resp.mean(axis=0)
-        return np.einsum("m,mnk->nk", np.asarray(weights, dtype=np.float64), resp)
+        return np.average(resp, axis=0, weights=weights)

@@ -3,14 +3,13 @@
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ._base import EvidenceModel
+from .._validation import check_int, check_positive_real
+from ._base import LOG_2PI, GaussianPriorModel
 
 __all__ = ["LinearGaussian"]
 
-_LOG_2PI = np.log(2.0 * np.pi)
 
-
-class LinearGaussian(EvidenceModel):
+class LinearGaussian(GaussianPriorModel):
     r"""Linear regression with Gaussian priors and known Gaussian noise.
 
     .. math::
@@ -32,17 +31,10 @@ class LinearGaussian(EvidenceModel):
         Whether the model has the intercept ``b``.
     """
 
-    exact_prior_sampling = True
-
     def __init__(self, n_features, noise_var=1.0, prior_var=1.0, fit_intercept=True):
-        if int(n_features) != n_features or n_features < 1:
-            raise ValueError(f"n_features must be a positive integer, got {n_features!r}.")
-        for name, value in (("noise_var", noise_var), ("prior_var", prior_var)):
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-        self.n_features = int(n_features)
-        self.noise_var = float(noise_var)
-        self.prior_var = float(prior_var)
+        self.n_features = check_int("n_features", n_features)
+        self.noise_var = check_positive_real("noise_var", noise_var)
+        self.prior_var = check_positive_real("prior_var", prior_var)
         self.fit_intercept = bool(fit_intercept)
 
     @property
@@ -53,53 +45,25 @@ class LinearGaussian(EvidenceModel):
         """Return the design matrix (with a column of ones for the intercept) and ``y``."""
         if y is None:
             raise ValueError("LinearGaussian is a regression model: y is required.")
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(
-                f"X must have shape (n_samples, {self.n_features}), got {X.shape}."
-            )
+        X, y = super().prepare_data(X, np.ravel(y))
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
-        return super().prepare_data(X, np.ravel(y))
-
-    def log_likelihood_and_grad(self, theta, X, y=None):
-        resid = y - X @ theta
-        log_lik = -0.5 * (_LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
-        grad = X.T @ resid / self.noise_var
-        return log_lik, grad
+        return X, y
 
     def log_likelihood_particles(self, thetas, X, y=None):
-        resid = y - thetas @ X.T
-        return -0.5 * (_LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
+        return self.log_likelihood_and_grad_particles(thetas, X, y)[0]
 
     def log_likelihood_and_grad_particles(self, thetas, X, y=None):
         # One (M, d) x (d, n) product for all particles instead of M passes over the rows.
         resid = y - thetas @ X.T
-        log_lik = -0.5 * (_LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
+        log_lik = -0.5 * (LOG_2PI + np.log(self.noise_var)) - 0.5 * resid**2 / self.noise_var
         return log_lik, resid @ X / self.noise_var
 
-    def log_prior(self, theta):
-        return -0.5 * (self.n_params * (_LOG_2PI + np.log(self.prior_var)) + theta @ theta / self.prior_var)
-
-    def log_prior_particles(self, thetas):
-        sq = np.einsum("ij,ij->i", thetas, thetas)
-        return -0.5 * (self.n_params * (_LOG_2PI + np.log(self.prior_var)) + sq / self.prior_var)
-
-    def grad_log_prior_particles(self, thetas):
-        return -thetas / self.prior_var
-
-    def grad_log_prior(self, theta):
-        return -theta / self.prior_var
-
-    def sample_prior(self, rng, size=None):
-        shape = self.n_params if size is None else (size, self.n_params)
-        return np.sqrt(self.prior_var) * rng.standard_normal(shape)
-
-    def _posterior_precision(self, design, y):
-        """Cholesky factor of the posterior precision and ``design.T @ y / noise``."""
-        precision = design.T @ design / self.noise_var
+    def _posterior_factor(self, gram):
+        """Cholesky factor of the posterior precision ``gram / noise + I / prior``."""
+        precision = np.array(gram, dtype=np.float64) / self.noise_var
         precision[np.diag_indices_from(precision)] += 1.0 / self.prior_var
-        return cho_factor(precision, lower=True), design.T @ y / self.noise_var
+        return cho_factor(precision, lower=True)
 
     def exact_log_evidence(self, X, y):
         r"""Exact :math:`\log p(y \mid X)` in :math:`O(N d^2)`.
@@ -113,22 +77,15 @@ class LinearGaussian(EvidenceModel):
         """
         design, y = self.prepare_data(X, y)
         n = y.shape[0]
-        (chol, lower), b = self._posterior_precision(design, y)
-        log_det = (
-            n * np.log(self.noise_var)
-            + self.n_params * np.log(self.prior_var)
-            + 2.0 * np.log(np.diag(chol)).sum()
-        )
-        quad = y @ y / self.noise_var - b @ cho_solve((chol, lower), b)
-        return -0.5 * (n * _LOG_2PI + log_det + quad)
+        chol, _ = factor = self._posterior_factor(design.T @ design)
+        b = design.T @ y / self.noise_var
+        log_det = n * np.log(self.noise_var) + self.n_params * np.log(self.prior_var) + 2 * np.log(np.diag(chol)).sum()
+        quad = y @ y / self.noise_var - b @ cho_solve(factor, b)
+        return -0.5 * (n * LOG_2PI + log_det + quad)
 
     def posterior(self, X, y):
         """Exact posterior mean and covariance of ``theta``."""
-        design, y = self.prepare_data(X, y)
-        factor, b = self._posterior_precision(design, y)
-        mean = cho_solve(factor, b)
-        cov = cho_solve(factor, np.eye(self.n_params))
-        return mean, cov
+        return self.posterior_from_moments(*self.moments(X, y))
 
     def moments(self, X, y):
         r"""Sufficient statistics :math:`(\tilde X^T \tilde X, \tilde X^T y)` of some rows.
@@ -142,8 +99,6 @@ class LinearGaussian(EvidenceModel):
 
     def posterior_from_moments(self, gram, moment):
         r"""Exact posterior mean and covariance from summed :meth:`moments`."""
-        precision = np.array(gram, dtype=np.float64) / self.noise_var
-        precision[np.diag_indices_from(precision)] += 1.0 / self.prior_var
-        factor = cho_factor(precision, lower=True)
+        factor = self._posterior_factor(gram)
         mean = cho_solve(factor, np.asarray(moment, dtype=np.float64) / self.noise_var)
         return mean, cho_solve(factor, np.eye(self.n_params))

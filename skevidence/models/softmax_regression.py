@@ -1,16 +1,15 @@
 """Bayesian softmax (multinomial logistic) regression (Cameron et al. 2019b, section 4.2)."""
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from scipy.special import log_softmax
 
-from ._base import EvidenceModel
+from .._validation import check_int, check_positive_real
+from ._base import GaussianPriorModel
 
 __all__ = ["SoftmaxRegression"]
 
-_LOG_2PI = np.log(2.0 * np.pi)
 
-
-class SoftmaxRegression(EvidenceModel):
+class SoftmaxRegression(GaussianPriorModel):
     r"""Softmax regression with i.i.d. Gaussian priors on all weights and biases.
 
     .. math::
@@ -41,17 +40,10 @@ class SoftmaxRegression(EvidenceModel):
         The estimator built on this model.
     """
 
-    exact_prior_sampling = True
-
     def __init__(self, n_features, n_classes, prior_var=1.0):
-        for name, value, low in (("n_features", n_features, 1), ("n_classes", n_classes, 2)):
-            if isinstance(value, bool) or int(value) != value or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-        if not (np.isfinite(prior_var) and prior_var > 0):
-            raise ValueError(f"prior_var must be a positive finite number, got {prior_var!r}.")
-        self.n_features = int(n_features)
-        self.n_classes = int(n_classes)
-        self.prior_var = float(prior_var)
+        self.n_features = check_int("n_features", n_features)
+        self.n_classes = check_int("n_classes", n_classes, 2)
+        self.prior_var = check_positive_real("prior_var", prior_var)
 
     @property
     def n_params(self):
@@ -81,27 +73,18 @@ class SoftmaxRegression(EvidenceModel):
         (``classes_``) to indices before calling the model.
         """
         if y is None:
+            raise ValueError("SoftmaxRegression is a classification model: y (class labels) is required.")
+        X, _ = super().prepare_data(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be a 1-d array of {X.shape[0]} labels (one per row of X), got shape {y.shape}.")
+        y = np.asarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y) & (y == np.round(y))):
             raise ValueError(
-                "SoftmaxRegression is a classification model: y (class labels) is required."
+                "y must hold integer class indices 0..n_classes-1; map labels to indices first "
+                "(e.g. with np.unique(y, return_inverse=True))."
             )
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}.")
-        y_arr = np.asarray(y)
-        if y_arr.ndim != 1 or y_arr.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"y must be a 1-d array of {X.shape[0]} labels (one per row of X), "
-                f"got shape {y_arr.shape}."
-            )
-        if y_arr.dtype.kind not in "iub":
-            y_float = np.asarray(y_arr, dtype=np.float64)
-            if not np.all(np.isfinite(y_float)) or np.any(y_float != np.round(y_float)):
-                raise ValueError(
-                    "y must hold integer class indices 0..n_classes-1; map labels to indices first "
-                    "(e.g. with np.unique(y, return_inverse=True))."
-                )
-            y_arr = y_float
-        labels = np.ascontiguousarray(y_arr, dtype=np.int64)
+        labels = np.ascontiguousarray(y, dtype=np.int64)
         if labels.size and (labels.min() < 0 or labels.max() >= self.n_classes):
             raise ValueError(
                 f"y holds class indices outside 0..{self.n_classes - 1} "
@@ -149,33 +132,6 @@ class SoftmaxRegression(EvidenceModel):
         grads = np.concatenate([grad_W.reshape(thetas.shape[0], -1), grad_b], axis=1)
         return log_lik, grads
 
-    def log_likelihood(self, theta, X, y=None):
-        return self.log_likelihood_particles(theta[None, :], X, y)[0]
-
-    def log_likelihood_and_grad(self, theta, X, y=None):
-        log_lik, grads = self.log_likelihood_and_grad_particles(theta[None, :], X, y)
-        return log_lik[0], grads[0]
-
-    def log_prior_particles(self, thetas):
-        """:meth:`log_prior` of each row of ``thetas``, shape ``(M,)``."""
-        thetas = np.atleast_2d(thetas)
-        sq = np.einsum("mp,mp->m", thetas, thetas)
-        return -0.5 * (self.n_params * (_LOG_2PI + np.log(self.prior_var)) + sq / self.prior_var)
-
-    def grad_log_prior_particles(self, thetas):
-        """:meth:`grad_log_prior` of each row of ``thetas``, shape ``(M, n_params)``."""
-        return -np.atleast_2d(thetas) / self.prior_var
-
-    def log_prior(self, theta):
-        return float(self.log_prior_particles(theta[None, :])[0])
-
-    def grad_log_prior(self, theta):
-        return -np.asarray(theta, dtype=np.float64) / self.prior_var
-
-    def sample_prior(self, rng, size=None):
-        shape = self.n_params if size is None else (size, self.n_params)
-        return np.sqrt(self.prior_var) * rng.standard_normal(shape)
-
     def predict_proba(self, thetas, X, weights=None):
         r"""Posterior-predictive class probabilities, averaged over parameter draws.
 
@@ -193,9 +149,4 @@ class SoftmaxRegression(EvidenceModel):
         proba : ndarray of shape (n, n_classes)
             :math:`\sum_i w_i\, \mathrm{softmax}(x_n^T W^{(i)} + b^{(i)})`.
         """
-        thetas = np.atleast_2d(thetas)
-        W, b = self.unpack(thetas)
-        probs = softmax(np.matmul(X, W) + b[:, None, :], axis=-1)
-        if weights is None:
-            return probs.mean(axis=0)
-        return np.einsum("m,mnk->nk", np.asarray(weights, dtype=np.float64), probs)
+        return np.average(np.exp(self._log_probs(np.atleast_2d(thetas), X)), axis=0, weights=weights)

@@ -17,6 +17,4 @@ def get_sampler(sampler):
         return sampler
     if isinstance(sampler, str) and sampler.lower() in _BY_NAME:
         return _BY_NAME[sampler.lower()]()
-    raise ValueError(
-        f"sampler must be one of {sorted(_BY_NAME)} or a Sampler instance, got {sampler!r}."
-    )
+    raise ValueError(f"sampler must be one of {sorted(_BY_NAME)} or a Sampler instance, got {sampler!r}.")

@@ -4,8 +4,6 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-__all__ = ["Sampler", "mirror"]
-
 
 class Sampler(ABC):
     r"""One update rule of stochastic-gradient MCMC.
@@ -18,9 +16,6 @@ class Sampler(ABC):
 
     #: Short name used in results and messages.
     name = "sampler"
-
-    #: Whether the update only makes sense for strictly positive parameters.
-    requires_positive = False
 
     def init_state(self, theta):
         """Per-chain memory for a chain starting at ``theta``."""
@@ -65,6 +60,10 @@ class Sampler(ABC):
         theta : ndarray of shape (n_params,)
             The new state.
         """
+
+    def __repr__(self):
+        settings = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        return f"{type(self).__name__}({settings})"
 
 
 def mirror(theta, nonnegative):

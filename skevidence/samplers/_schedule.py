@@ -2,8 +2,6 @@
 
 from dataclasses import dataclass
 
-__all__ = ["StepSizeSchedule"]
-
 
 @dataclass(frozen=True)
 class StepSizeSchedule:

@@ -57,15 +57,15 @@ class PSGLD(Sampler):
     name = "psgld"
 
     def __init__(self, alpha=PSGLD_ALPHA, sigma=PSGLD_SIGMA, adapt="burnin"):
-        if adapt not in ("always", "burnin"):
-            raise ValueError(f"adapt must be 'always' or 'burnin', got {adapt!r}.")
-        self.adapt = adapt
         if not 0.0 <= alpha < 1.0:
             raise ValueError(f"alpha must be in [0, 1), got {alpha!r}.")
         if not sigma > 0.0:
             raise ValueError(f"sigma must be positive, got {sigma!r}.")
+        if adapt not in ("always", "burnin"):
+            raise ValueError(f"adapt must be 'always' or 'burnin', got {adapt!r}.")
         self.alpha = float(alpha)
         self.sigma = float(sigma)
+        self.adapt = adapt
 
     def init_state(self, theta):
         return {"v": None, "frozen": False}
@@ -74,23 +74,15 @@ class PSGLD(Sampler):
         state["frozen"] = self.adapt == "burnin"
 
     def step(self, theta, grad, mean_lik_grad, step_size, rng, state):
-        sq = mean_lik_grad * mean_lik_grad
         v = state["v"]
-        if state["frozen"]:
-            pass
-        elif v is None:
-            v = sq.copy()
-        else:
-            v *= self.alpha
-            v += (1.0 - self.alpha) * sq
+        if v is None:
+            v = mean_lik_grad * mean_lik_grad
+        elif not state["frozen"]:
+            v = self.alpha * v + (1.0 - self.alpha) * mean_lik_grad * mean_lik_grad
         state["v"] = v
-        precond = 1.0 / (self.sigma + np.sqrt(v))
-        state["precond"] = precond
+        state["precond"] = precond = 1.0 / (self.sigma + np.sqrt(v))
         noise = rng.standard_normal(theta.shape)
         return theta + step_size * precond * grad + np.sqrt(2.0 * step_size * precond) * noise
 
     def noise_std(self, step_size, state):
         return np.sqrt(2.0 * step_size * state["precond"])
-
-    def __repr__(self):
-        return f"PSGLD(alpha={self.alpha!r}, sigma={self.sigma!r}, adapt={self.adapt!r})"

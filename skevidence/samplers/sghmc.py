@@ -86,15 +86,10 @@ class SGHMC(Sampler):
     def init_state(self, theta):
         return {"v": None, "eta": None}
 
-    def learning_rate_for(self, step_size):
-        """The :math:`\\eta` in force when the caller passes ``step_size``."""
+    def step(self, theta, grad, mean_lik_grad, step_size, rng, state):
         eta = self.learning_rate if self.learning_rate is not None else step_size
         if eta is None or not eta > 0:
             raise ValueError("SGHMC needs a learning rate: pass learning_rate or a positive step_size.")
-        return float(eta)
-
-    def step(self, theta, grad, mean_lik_grad, step_size, rng, state):
-        eta = self.learning_rate_for(step_size)
         v = state["v"]
         if v is None:
             v = np.sqrt(eta) * rng.standard_normal(np.shape(theta))
@@ -105,9 +100,3 @@ class SGHMC(Sampler):
         v += np.sqrt(2.0 * (self.momentum_decay - self.noise_correction) * eta) * noise
         state["v"], state["eta"] = v, eta
         return theta + v
-
-    def __repr__(self):
-        return (
-            f"SGHMC(learning_rate={self.learning_rate!r}, momentum_decay={self.momentum_decay!r}, "
-            f"noise_correction={self.noise_correction!r})"
-        )

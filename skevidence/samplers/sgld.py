@@ -24,6 +24,3 @@ class SGLD(Sampler):
 
     def noise_std(self, step_size, state):
         return np.sqrt(2.0 * step_size)
-
-    def __repr__(self):
-        return "SGLD()"

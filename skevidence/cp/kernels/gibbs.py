@@ -149,37 +149,18 @@ def sample_sources(idx, counts, F, stats):
     sum_x_log_v = 0.0
     for e in range(idx.shape[0]):
         x = counts[e]
-        # Two and three modes unrolled: the loops over modes cost a few per cent of a sweep.
-        if n_modes == 2:
-            i, j = idx[e, 0], idx[e, 1]
+        first = idx[e, 0]
+        for r in range(n_components):
+            q[r] = F[first, r]
+        for m in range(1, n_modes):
+            row = idx[e, m]
             for r in range(n_components):
-                q[r] = F[i, r] * F[j, r]
-            sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
+                q[r] *= F[row, r]
+        sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
+        for m in range(n_modes):
+            row = idx[e, m]
             for r in range(n_components):
-                stats[i, r] += alloc[r]
-                stats[j, r] += alloc[r]
-        elif n_modes == 3:
-            i, j, k = idx[e, 0], idx[e, 1], idx[e, 2]
-            for r in range(n_components):
-                q[r] = F[i, r] * F[j, r] * F[k, r]
-            sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
-            for r in range(n_components):
-                stats[i, r] += alloc[r]
-                stats[j, r] += alloc[r]
-                stats[k, r] += alloc[r]
-        else:
-            first = idx[e, 0]
-            for r in range(n_components):
-                q[r] = F[first, r]
-            for m in range(1, n_modes):
-                row = idx[e, m]
-                for r in range(n_components):
-                    q[r] *= F[row, r]
-            sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
-            for m in range(n_modes):
-                row = idx[e, m]
-                for r in range(n_components):
-                    stats[row, r] += alloc[r]
+                stats[row, r] += alloc[r]
     return sum_x_log_v
 
 
