@@ -419,12 +419,15 @@ def test_quantization_step_is_read_from_the_samples():
     rng = np.random.default_rng(0)
     pcm = rng.integers(-3000, 3000, size=5000).astype(np.int16)
     x = pcm / 32768.0
-    assert quantization_step(x) == 1 / 32768
+    assert quantization_step(x) == pytest.approx(1 / 32768, rel=1e-12)
     assert quantization_step(0.3 * x) == pytest.approx(0.3 / 32768, rel=1e-12)
+    # Scaled and stored as float32 (a quieter float WAV): still the lattice, up to float32's rounding.
+    assert quantization_step((0.01 * pcm / 32768.0).astype(np.float32)) == pytest.approx(0.01 / 32768, rel=1e-6)
     assert quantization_step(rng.normal(size=5000)) == 0.0  # float samples lie on no lattice
+    assert quantization_step(rng.normal(size=5000).astype(np.float32)) == 0.0
     # A pure tone holds few values, 5 steps apart at the least: the lattice is still the 16-bit one.
     tone = np.round(0.3 * 32767 * np.sin(2 * np.pi * 440 * np.arange(8000) / 8000)) / 32768
-    assert quantization_step(tone) == 1 / 32768
+    assert quantization_step(tone) == pytest.approx(1 / 32768, rel=1e-12)
     assert quantization_step(np.zeros(10)) == 0.0
 
 

@@ -88,8 +88,10 @@ def test_entry_density_and_derivative_match_scipy():
 def test_data_of_the_gamma_likelihood():
     rng = np.random.default_rng(3)
     X = rng.exponential(size=(6, 5))
-    X[0, 0] = 0.0  # a zero is an observation of the exponential likelihood
-    data = CPData.from_array(sparse.csr_array(X), 1.0)
+    X[0, 0] = 0.0  # a zero is an observation of the exponential likelihood, given a noise floor
+    with pytest.raises(ValueError, match="noise_floor"):
+        CPData.from_array(X, 1.0)
+    data = CPData.from_array(sparse.csr_array(X), 1.0, floor=0.1)
     assert data.X is not None and data.vals.size == X.size  # sparse input is read densely, every entry listed
     assert data.constant == 0.0  # the exponential density's constant
     with pytest.raises(ValueError, match="zero entries"):

@@ -26,14 +26,32 @@ def quantization_step(x):
     recording (synthesised, resampled) lie on no such lattice.
     """
     values = np.unique(np.abs(np.asarray(x, dtype=np.float64)))
-    gaps = np.diff(values)
+    # A lattice scaled and stored as float32 (read as such, or as float64) is off by a few ulps of each value.
+    eps = np.finfo(np.float32 if np.array_equal(values, values.astype(np.float32)) else np.float64).eps
+    # A first step from the smallest gaps among the smallest values, where that rounding is smallest.
+    gaps = np.diff(values[:64])
     gaps = gaps[gaps > 0]
     if gaps.size == 0:
         return 0.0
     for k in range(1, 257):
         step = float(gaps.min()) / k
+        if values[-1] / step >= 2**32:
+            break
+        # Refined by least squares on ever more values, so that it holds up to the largest.
+        for m in (1024, values.size):
+            units = np.round(values[:m] / step)
+            step = float(values[:m] @ units / (units @ units))
         units = values / step
-        if units.max() < 2**32 and np.allclose(units, np.round(units), rtol=0.0, atol=1e-6):
+        # (A lattice finer than the float format's rounding is no lattice.)
+        atol = 1e-6 + 4.0 * eps * units.max()
+        if atol <= 0.05 and np.allclose(units, np.round(units), rtol=0.0, atol=atol):
+            return step
+    return 0.0
+    for k in range(1, 257):
+        step = float(gaps.min()) / k
+        units = values / step
+        atol = 1e-6 + 4.0 * eps * units.max()
+        if units.max() < 2**32 and atol < 0.01 and np.allclose(units, np.round(units), rtol=0.0, atol=atol):
             return step
     return 0.0
 

@@ -206,7 +206,7 @@ def mode_search_error(bounds):
 
     Examples
     --------
-    >>> from skevidence.evidence import mode_search_error
+    >>> from skevidence.cp import mode_search_error
     >>> mode_search_error([0.0, 0.0, 0.0, 10.0])  # every split misses the lone best by 10
     10.0
     >>> round(mode_search_error([10.0, 10.0, 0.0, 0.0]), 4)  # both bests in one half: 1 split in 3
