@@ -56,7 +56,7 @@ def _case(shape, kappa, seed, R=3):
 
 
 def _run(data, F, rates, a, max_iter, rtol=0.0):
-    F = np.ascontiguousarray(F)
+    F = np.array(F, dtype=np.float64, order="C")  # a copy: the kernel updates it in place
     value, sweeps = map_fit(*data.pass_args()[:4], F, data.offsets, data.kappa, data.floor, rates, a, max_iter, rtol)
     return F, value, sweeps
 

@@ -32,13 +32,13 @@ def test_in_the_running_and_decision():
 
 
 def test_a_rank_far_below_is_never_refined():
-    data = _data()
+    data = _data(seed=2)  # ranks 2 and 3 within a nat of each other, rank 1 far below
     runs, errors = select_rank(data, [1, 2, 3], lambda R: np.ones(2), tol=0.05, settings=SETTINGS, random_state=0)
     assert not errors
     values = np.array([r.value for r in runs])
-    assert int(np.argmax(values)) == 1
-    assert len(runs[0].rounds) == 1  # rank 1 lies thousands of nats below: the screen only
-    assert len(runs[1].rounds) > 1  # the best and its contender are refined
+    assert values.max() - values[0] > 100.0
+    assert len(runs[0].rounds) == 1  # rank 1 lies over 100 nats below: the screen only
+    assert max(len(r.rounds) for r in runs[1:]) > 1  # the contenders are refined
 
 
 def test_selection_does_not_depend_on_n_jobs_and_resumes(tmp_path):
@@ -87,6 +87,7 @@ def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
         return fit(data, R, rates, start)
 
     monkeypatch.setattr(rti, "vb_fit", failing)
+    monkeypatch.setitem(rti._START_TOTAL, failing, rti._START_TOTAL[fit])
     runs, errors = select_rank(_data(seed=4), [1, 2, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS,
                                random_state=0)
     assert list(errors) == [2] and "broken fit" in errors[2]
