@@ -36,8 +36,8 @@ def test_a_rank_far_below_is_never_refined():
     runs, errors = select_rank(data, [1, 2, 3], lambda R: np.ones(2), tol=0.05, settings=SETTINGS, random_state=0)
     assert not errors
     values = np.array([r.value for r in runs])
-    assert values.max() - values[0] > 100.0
-    assert len(runs[0].rounds) == 1  # rank 1 lies over 100 nats below: the screen only
+    assert values.max() - values[0] > 40.0
+    assert len(runs[0].rounds) == 1  # rank 1 lies over 40 nats below: the screen only
     assert max(len(r.rounds) for r in runs[1:]) > 1  # the contenders are refined
 
 
