@@ -17,7 +17,7 @@ def _twin_sweeps(X, F, offsets, kappa, floor, rates, a, n_sweeps):
     for _ in range(n_sweeps):
         for m in range(N):
             mode = [F[offsets[k]:offsets[k + 1]] for k in range(N)]
-            V = np.einsum(",".join(c + "r" for c in letters) + "->" + letters, *mode) + floor
+            V = np.maximum(np.einsum(",".join(c + "r" for c in letters) + "->" + letters, *mode) + floor, 1e-300)
             others = [mode[k] for k in range(N) if k != m]
             spec = letters + "," + ",".join(letters[k] + "r" for k in range(N) if k != m) + "->" + letters[m] + "r"
             if kappa == 0.0:
@@ -78,6 +78,15 @@ def test_kernel_matches_numpy_twin(shape, kappa, floor, a, as_sparse):
     # The kernel's value leaves out the data's constant, as the twin does.
     expected = _twin_log_posterior(X, F, offsets, kappa, floor, rates, a)
     assert value == pytest.approx(expected, rel=1e-10)
+
+
+def test_empty_rows_and_columns_go_to_zero_without_nan():
+    X, offsets, rates, start = _case((8, 6), 0.0, seed=5)
+    X[2] = 0.0
+    X[:, 4] = 0.0
+    F, value, _ = _run(CPData.from_array(X, 0.0), start, rates, 1.0, max_iter=300)
+    assert np.all(np.isfinite(F)) and np.isfinite(value)
+    assert F[2].max() < 1e-100 and F[offsets[1] + 4].max() < 1e-100  # the mode of an empty row is 0
 
 
 @pytest.mark.parametrize("kappa, floor", [(0.0, 0.0), (1.0, 0.2)])

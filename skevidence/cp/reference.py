@@ -212,7 +212,8 @@ def mode_search_error(bounds):
     >>> round(mode_search_error([10.0, 10.0, 0.0, 0.0]), 4)  # both bests in one half: 1 split in 3
     3.3333
     """
-    b = np.sort(np.asarray(bounds, dtype=np.float64))[::-1]
+    b = np.asarray(bounds, dtype=np.float64)
+    b = np.sort(b[np.isfinite(b)])[::-1]  # a diverged start is no search
     n = b.size
     if n < 2:
         return 0.0

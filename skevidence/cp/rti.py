@@ -243,7 +243,10 @@ class RankRun:
     def _take_reference(self):
         """Use the best start's fit as ``q``; the ladders start (again) from it."""
         bounds = self.bounds
-        best = int(np.argmax(bounds))
+        if not np.isfinite(bounds).any():
+            raise FloatingPointError(f"every one of the {bounds.size} starts of the reference's fit at rank "
+                                     f"{self.n_components} diverged (its bound is not finite).")
+        best = int(np.argmax(np.where(np.isfinite(bounds), bounds, -np.inf)))
         self.best_bound, self.alpha, self.beta = bounds[best], self.fits[best][1], self.fits[best][2]
         self.perms = _relabellings(self.n_components)
         self.log_r_fact = math.lgamma(self.n_components + 1.0)

@@ -36,7 +36,8 @@ _TINY = 1e-300
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def _dense_mode(X, A, B, kappa, floor, num, den):
     """``N`` and ``P`` (without the priors' terms) of ``A`` in :math:`V = A B^T`, a dense matrix."""
-    V = A @ B.T + floor
+    # An empty row meets an empty column at 0 (both factors at _TINY): x / v = 0 / 0 there, read as 0.
+    V = np.maximum(A @ B.T + floor, _TINY)
     if kappa == 0.0:
         num[:, :] = (X / V) @ B
         sums = B.sum(axis=0)
@@ -64,6 +65,7 @@ def _listed_mode(coords, vals, F, offsets, m, kappa, floor, num, den):
                     p *= F[offsets[k] + coords[e, k], r]
             others[r] = p
             v += p * F[offsets[m] + coords[e, m], r]
+        v = max(v, _TINY)
         x = vals[e]
         row = coords[e, m]
         if kappa == 0.0:
