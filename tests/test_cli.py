@@ -143,7 +143,7 @@ def test_nmf_rank_cache_resumes_with_the_same_numbers(tmp_path):
     cache, first, second = tmp_path / "cache", tmp_path / "a.json", tmp_path / "b.json"
     run = _cli("nmf-rank", *FAST, "--cache", str(cache), "--json", str(first))
     assert run.returncode == 0, run.stderr
-    assert any(cache.rglob("output.pkl")), "finished ranks are stored in the cache"
+    assert any(cache.rglob("skevidence-rank-selection-*.pkl")), "every pass is saved in the cache"
     run = _cli("nmf-rank", *FAST, "--cache", str(cache), "--json", str(second))
     assert run.returncode == 0, run.stderr
     a, b = json.loads(first.read_text()), json.loads(second.read_text())

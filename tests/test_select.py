@@ -1,7 +1,6 @@
 """Decide, then refine: ``cp.select`` and the continued referenced TI it drives."""
 
 import numpy as np
-import pytest
 
 from skevidence.cp.reference import as_data
 from skevidence.cp.rti import RankRun, run_pieces

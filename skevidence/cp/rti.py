@@ -363,7 +363,8 @@ class RankRun:
 
     @property
     def estimated(self):
-        return bool(self.rounds) and self._next == "estimate"
+        """Whether the run holds an estimate from its current reference (a better mode restarts the ladders)."""
+        return self.ladders is not None and bool(self.rounds) and self._next != "half"
 
     def summary(self):
         """One line: the estimate, its error bar and its pieces."""

@@ -56,11 +56,17 @@ class _Ranks:
         self.errors = {}
         self.passes = 0
 
+    def _last(self, key):
+        # A rank whose ladders restart from a better mode stands at its last estimate meanwhile.
+        return np.array([np.nan if i in self.errors or not r.rounds else
+                         getattr(r, "value" if key == "log_evidence" else "error") if r.estimated else
+                         r.rounds[-1][key] for i, r in enumerate(self.runs)])
+
     def values(self):
-        return np.array([r.value if i not in self.errors and r.estimated else np.nan for i, r in enumerate(self.runs)])
+        return self._last("log_evidence")
 
     def bars(self):
-        return np.array([r.error if i not in self.errors and r.estimated else np.nan for i, r in enumerate(self.runs)])
+        return self._last("error")
 
 
 def _run_pass(state, plans, n_jobs, report):
@@ -166,6 +172,11 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
         plans = {i: pieces for i, pieces in plans.items() if pieces}
         if not plans:
             break
+        _run_pass(state, plans, n_jobs, report)
+        save()
+    # A rank left between a better mode and its new ladders' estimate finishes its round.
+    while plans := {i: pieces for i, r in enumerate(state.runs) if i not in state.errors and not r.estimated
+                    and (pieces := r.plan(None))}:
         _run_pass(state, plans, n_jobs, report)
         save()
     return state.runs, state.errors

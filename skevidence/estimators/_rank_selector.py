@@ -110,12 +110,14 @@ class RankSelectorMixin:
         for i, run in enumerate(runs):
             failed = np.isnan(values[i])
             if not failed:
-                # A rank out of the running was never meant to reach tol: no warning for it.
-                results[i] = run.result(base.tol, base.likelihood, warn=bool(running[i]))
+                # Only an open decision was meant to reach tol: no warning for a rank out, or a decided choice.
+                results[i] = run.result(base.tol, base.likelihood, warn=bool(running[i] and running.sum() > 1))
+            # The tolerance a rank was refined to: inf for a rank screened by one round and left there.
+            reached = base.tol is not None and (len(run.rounds) > 1 or run.error <= base.tol)
             rows.append(dict(
                 log_evidence=float(self.error_score) if failed else run.value,
                 std=np.nan if failed else run.error, fit_time=run.time, score_time=0.0,
-                error=errors.get(i, ""), tol=base.tol,
+                error=errors.get(i, ""), tol=base.tol if reached else np.inf,
                 **{key: np.nan if failed else float(results[i].diagnostics[key]) for key in ERROR_PIECES},
             ))
         return rows, results
