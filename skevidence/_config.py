@@ -10,7 +10,6 @@ __all__ = [
     "DECISION_Z",
     "DEFAULT_BLOCKS",
     "RTI_DEFAULTS",
-    "SCREEN_TOL_FACTOR",
     "SELECTOR_SCREEN",
     "SGAIS_BATCH_SIZE",
     "SGAIS_DEFAULTS",
@@ -178,11 +177,6 @@ SELECTOR_SCREEN = dict(n_burnin=50, n_keep=100)
 #: error bars is out of the running: it is not refined further, and the choice is
 #: decided when every other rank is that far below.
 DECISION_Z = 3.0
-
-#: With a tolerance, every rank is first estimated by one round of its chains
-#: (no tolerance: a screen), then the ranks still in the running are refined to
-#: this multiple of ``tol``, and the tolerance halved pass by pass down to ``tol``.
-SCREEN_TOL_FACTOR = 8.0
 
 #: Defaults of ``skevidence nmf-rank``. ``scale`` multiplies the 16-bit sample units (the Poisson likelihood
 #: reads magnitudes as counts at that scale). ``max_refinements`` bounds the refinement of a rank in each pass
