@@ -343,6 +343,20 @@ def test_referenced_ladder_matches_numpy(shape, R, as_sparse):
     assert theta_sum.any()
 
 
+def test_referenced_ladder_refuses_a_reference_that_is_not_finite():
+    """A NaN shape would keep q's Gamma draws rejecting for ever: the kernel fails at once instead."""
+    data = CPData.from_array(np.ones((3, 2)))
+    alpha, beta = np.ones((5, 1)), np.ones((5, 1))
+    alpha[2, 0] = np.nan
+    temperatures, _ = rti_temperatures(4)
+    phi = np.zeros((temperatures.size, 5, 1))
+    with pytest.raises(ValueError, match="finite and positive"):
+        run_referenced_ladder(*data.pass_args(), data.constant, alpha, beta, np.ones(5), np.ones((5, 1)),
+                              np.zeros((1, 1), dtype=np.int64), 0.0, temperatures, np.arange(temperatures.size),
+                              True, phi, np.full(temperatures.size, 0.1), 2, 4, 2, 0, np.zeros((5, 4)),
+                              np.zeros(5), np.zeros((5, 1)), False)
+
+
 def test_simpson_and_ladder():
     t, dt = rti_temperatures(16)
     assert t[0] == 0.0 and t[-1] == 1.0 and np.all(np.diff(t) > 0)
@@ -548,12 +562,23 @@ def test_mode_search_error_is_the_average_over_every_split():
     assert mode_search_error([3.0] * 8) == 0.0
 
 
+def _searched(fit, tol, *, max_starts=64, max_time=None, R=1, data=None, n_jobs=1):
+    """A rank's reference search as :class:`RankRun` plans it, up to the ladders' first pieces."""
+    from skevidence.cp.rti import RankRun, run_pieces
+
+    data = CPData.from_array(np.ones((3, 2))) if data is None else data
+    run = RankRun(data, R, 1.0, n_temperatures=4, n_burnin=0, n_keep=4, n_leapfrog=1, n_starts=8,
+                  max_starts=max_starts, max_refinements=8, max_time=max_time, random_state=0)
+    run.fit = fit
+    while run.ladders is None:
+        run.finish(run_pieces(run.plan(tol), n_jobs))
+    return run
+
+
 def test_reference_search_doubles_while_its_halves_disagree(monkeypatch):
     """Two halves of the starts are two searches: their best bounds' difference is the mode error."""
     from skevidence.cp import reference as referenced
     from skevidence.cp.reference import mode_search_error
-
-    data = CPData.from_array(np.ones((3, 2)))
 
     def scripted(values):
         it = iter(values)
@@ -561,34 +586,31 @@ def test_reference_search_doubles_while_its_halves_disagree(monkeypatch):
         monkeypatch.setitem(referenced._START_TOTAL, fit, 1.0)
         return fit
 
-    def _search_reference(*args):
-        return referenced.search_reference(*args[:-1], np.random.RandomState(0))
-
     # Every start at one mode: no doubling, no mode error.
-    out = _search_reference(scripted([5.0] * 8), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
-    assert out[0] == 5.0 and out[3].size == 8 and out[4] == 0.0
+    run = _searched(scripted([5.0] * 8), 1.0)
+    assert run.best_bound == 5.0 and run.bounds.size == 8 and run.mode_error == 0.0
     # A lone best, 10 above the rest: doubled to 16, where 30 is found once and 10 once (24.7 nats on
     # average over the splits), then to 32 (the cap).
     values = [0.0] * 7 + [10.0] + [0.0] * 7 + [30.0] + [40.0] * 16
-    out = _search_reference(scripted(values), data, 1, 1.0, 8, 32, 1.0, lambda: False, None)
-    assert out[0] == 40.0 and out[3].size == 32 and out[4] == mode_search_error(values) < 1e-3
-    out = _search_reference(scripted(values), data, 1, 1.0, 8, 16, 1.0, lambda: False, None)
-    assert out[3].size == 16 and out[4] == pytest.approx(8 / 15 * 20.0 + 7 / 15 * 30.0)
+    run = _searched(scripted(values), 1.0, max_starts=32)
+    assert run.best_bound == 40.0 and run.bounds.size == 32 and run.mode_error == mode_search_error(values) < 1e-3
+    run = _searched(scripted(values), 1.0, max_starts=16)
+    assert run.bounds.size == 16 and run.mode_error == pytest.approx(8 / 15 * 20.0 + 7 / 15 * 30.0)
     # Found by half the starts at 16: the doubling stops there.
     values = [0.0] * 7 + [10.0] + [10.0] * 8
-    out = _search_reference(scripted(values), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
-    assert out[3].size == 16 and out[4] <= 1.0
+    run = _searched(scripted(values), 1.0)
+    assert run.bounds.size == 16 and run.mode_error <= 1.0
     # Halves 0.9 apart, below tol=1 but above tol/sqrt(2): doubled, so the chains keep at least that
     # share of tol (stopped at 0.9 the chains would have to reach sqrt(1 - 0.81) = 0.44).
     near = [0.0] * 7 + [0.9] + [0.9] * 8
-    out = _search_reference(scripted(near), data, 1, 1.0, 8, 64, 1.0, lambda: False, None)
-    assert out[3].size == 16 and out[4] == 0.0
-    out = _search_reference(scripted(near), data, 1, 1.0, 8, 64, 1.3, lambda: False, None)
-    assert out[3].size == 8 and out[4] == pytest.approx(0.9)
+    run = _searched(scripted(near), 1.0)
+    assert run.bounds.size == 16 and run.mode_error == 0.0
+    run = _searched(scripted(near), 1.3)
+    assert run.bounds.size == 8 and run.mode_error == pytest.approx(0.9)
     # Out of time, or no tolerance: no doubling, the disagreement reported.
-    for tol, out_of_time in ((1.0, lambda: True), (None, lambda: False)):
-        out = _search_reference(scripted(values), data, 1, 1.0, 8, 64, tol, out_of_time, None)
-        assert out[3].size == 8 and out[4] == pytest.approx(10.0)
+    for tol, max_time in ((1.0, 1e-12), (None, None)):
+        run = _searched(scripted(values), tol, max_time=max_time)
+        assert run.bounds.size == 8 and run.mode_error == pytest.approx(10.0)
 
 
 def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
@@ -601,18 +623,14 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
     X = rng.exponential(rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
     data = CPData.from_array(X, 1.0)
     rates = referenced._row_rates(1.0, data.shape)
-    runs = []
-    for n_jobs in (1, 2, 3):
-        state = np.random.RandomState(7)
-        fits = referenced._fit_starts(referenced.laplace_fit, data, 2, rates, state, 5, n_jobs)
-        runs.append((fits, state.randint(2**31 - 1)))
-    # One by one, as a loop drawing each start just before its fit would.
-    state = np.random.RandomState(7)
+    runs = [_searched(referenced.laplace_fit, None, R=2, data=data, n_jobs=n_jobs) for n_jobs in (1, 2, 3)]
+    # One by one, each start drawn just before its fit, from the generator the search draws from.
+    state = np.random.RandomState(0)  # RankRun(random_state=0) draws its starts from RandomState(0)
     one_by_one = [referenced.laplace_fit(data, 2, rates, referenced._random_start(data, 2, state, 1e-300))
-                  for _ in range(5)]
-    for fits, after in runs:
-        assert after == runs[0][1]
-        for fit, ref in zip(fits, one_by_one):
+                  for _ in range(8)]
+    for run in runs:
+        assert np.array_equal(run.bounds, runs[0].bounds) and np.array_equal(run.alpha, runs[0].alpha)
+        for fit, ref in zip(run.fits, one_by_one):
             assert fit[0] == ref[0] and np.array_equal(fit[1], ref[1]) and np.array_equal(fit[2], ref[2])
 
     seen = []
@@ -623,7 +641,7 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
 
     monkeypatch.setitem(referenced._START_TOTAL, spy, 1.0)
     with threadpool_limits(2):
-        referenced._fit_starts(spy, data, 2, rates, np.random.RandomState(0), 4, 2)
+        _searched(spy, None, R=2, data=data, n_jobs=2)
     if not seen:
         # numpy's wheels bundle an OpenBLAS that threadpoolctl sees (CI runs this check); a BLAS it cannot
         # see it cannot limit either, so neither the fit's limit nor its absence can be observed here.

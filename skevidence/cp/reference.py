@@ -9,20 +9,18 @@ factorisation's posterior has many modes beyond its relabellings, and
 """
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import digamma, gammaln
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 
 from .data import CPData
 from .kernels.fit import map_fit
 from .kernels.passes import entry_pass, fisher_pass, log_likelihood
 from .model import check_prior_rates
 
-__all__ = ["laplace_reference", "mode_search_error", "search_reference", "variational_reference"]
+__all__ = ["laplace_reference", "mode_search_error", "variational_reference"]
 
 #: VB stops when the bound moves less than this (relative), or after _VB_MAX_ITER sweeps.
 _VB_RTOL = 1e-7
@@ -146,32 +144,11 @@ def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, rando
     return _best_of_starts(vb_fit, data, n_components, prior_rates, n_starts, random_state)
 
 
-def _fit_starts(fit, data, R, rates, rng, n_starts, n_jobs=1, init=()):
-    """``n_starts`` fits from random starts drawn in turn from ``rng``, ``n_jobs`` at a time (threads).
-
-    The starts are drawn before any fit, in order, and each fit is a
-    deterministic function of its start run with one BLAS thread, so the fits,
-    and what is drawn from ``rng`` after them, are the same for any ``n_jobs``
-    and any machine: with a multithreaded BLAS the products' last bits, and
-    through the optimiser's path a start's optimum, depended on the number of
-    BLAS threads. One thread is also the faster for products of this size
-    (the clip at rank 32: 8 Laplace fits in 17 s against 63 s with two BLAS
-    threads, on a loaded 2-core machine). The kernels release the GIL.
-    """
-    starts = [_split_start(F, R, rng) if k < len(init) else _random_start(data, R, rng, _START_TOTAL[fit])
-              for k, F in zip(range(n_starts), [*init, *([None] * n_starts)])]
-    with threadpool_limits(1):
-        if n_jobs == 1 or n_starts == 1:
-            return [fit(data, R, rates, start) for start in starts]
-        with ThreadPoolExecutor(max_workers=min(n_jobs, n_starts)) as pool:
-            return list(pool.map(lambda start: fit(data, R, rates, start), starts))
-
-
 def _best_of_starts(fit, data, R, prior_rates, n_starts, random_state):
     """``(best bound, its alpha, its beta, every start's bound)`` of ``n_starts`` random starts of ``fit``."""
     rng = check_random_state(random_state)
     rates = _row_rates(prior_rates, data.shape)
-    fits = _fit_starts(fit, data, R, rates, rng, n_starts)
+    fits = [fit(data, R, rates, _random_start(data, R, rng, _START_TOTAL[fit])) for _ in range(n_starts)]
     bounds = np.array([f[0] for f in fits])
     best = int(np.argmax(bounds))
     return bounds[best], fits[best][1], fits[best][2], bounds
@@ -232,42 +209,6 @@ def mode_search_error(bounds):
                 break
             same -= 1
     return float(total)
-
-
-def search_reference(fit, data, R, prior_rates, n_starts, max_starts, tol, out_of_time, rng, n_jobs=1, init=()):
-    """Random starts of ``fit``, doubled while two halves of them disagree on the best mode.
-
-    The posterior of a factorisation can have many modes, far apart in mass
-    (a power spectrogram's at rank 2 has dozens, thousands of nats apart),
-    and the chains of the ladder stay near the reference's: a reference at a
-    lesser mode gives a lesser evidence, by about the difference of the
-    modes' bounds, and no chain statistic shows it. Two halves of the starts
-    are two independent searches of equal effort: the difference of their
-    best bounds, averaged over every split (:func:`mode_search_error`), is
-    ``mode_error``, what a search of that effort misses. The starts are
-    doubled while it is above ``tol / sqrt(2)`` (``None``: no doubling), up to
-    ``max_starts`` or until ``out_of_time()``; ``n_jobs`` fits run at a time
-    (the result does not depend on it). The first half of the first starts
-    are the lower-rank factors ``init`` (one or more ``(sum of the mode
-    sizes, R')`` arrays, ``R' < R``) with components split
-    (:func:`_split_start`), so that the best mode found does not get worse as
-    the rank grows; the rest are random.
-
-    Returns ``(best bound, its alpha, its beta, every start's bound, mode_error)``.
-    """
-    rates = _row_rates(prior_rates, data.shape)
-    fits = []
-    n = n_starts
-    while True:
-        warm = [init[k % len(init)] for k in range(n_starts // 2)] if len(init) and not fits else []
-        fits += _fit_starts(fit, data, R, rates, rng, n - len(fits), n_jobs, warm)
-        bounds = np.array([f[0] for f in fits])
-        mode_error = mode_search_error(bounds)
-        if tol is None or mode_error <= _SEARCH_SHARE * tol or bounds.size >= max_starts or out_of_time():
-            break
-        n = min(2 * n, max_starts)
-    best = int(np.argmax(bounds))
-    return bounds[best], fits[best][1], fits[best][2], bounds, mode_error
 
 
 def laplace_fit(data, R, rates, start):

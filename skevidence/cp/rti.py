@@ -366,6 +366,16 @@ class RankRun:
         """Whether the run holds an estimate from its current reference (a better mode restarts the ladders)."""
         return self.ladders is not None and bool(self.rounds) and self._next != "half"
 
+    @property
+    def standing(self):
+        """``(log-evidence, error bar)``: the estimate, the last one while the ladders restart from a better
+        mode, or NaN before any."""
+        if self.estimated:
+            return self.value, self.error
+        if self.rounds:
+            return self.rounds[-1]["log_evidence"], self.rounds[-1]["error"]
+        return math.nan, math.nan
+
     def summary(self):
         """One line: the estimate, its error bar and its pieces."""
         K, n = self.rounds[-1]["n_temperatures"], self.rounds[-1]["n_keep"]

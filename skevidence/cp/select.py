@@ -34,7 +34,7 @@ from .._config import DECISION_Z
 from .._random import seed_sequence
 from .rti import RankRun, run_pieces
 
-__all__ = ["in_the_running", "select_rank"]
+__all__ = ["decision", "in_the_running", "select_rank", "standings"]
 
 
 def in_the_running(scores, stds):
@@ -48,6 +48,12 @@ def in_the_running(scores, stds):
     return ok & (scores[best] - scores <= DECISION_Z * np.sqrt(stds**2 + stds[best] ** 2))
 
 
+def standings(runs, errors):
+    """Every rank's ``(log-evidence, error bar)`` as it stands (:attr:`RankRun.standing`; NaN if it failed)."""
+    values = np.array([(math.nan, math.nan) if i in errors else run.standing for i, run in enumerate(runs)])
+    return values[:, 0], values[:, 1]
+
+
 class _Ranks:
     """The runs of every rank, the failures, and the passes so far (what a checkpoint holds)."""
 
@@ -55,18 +61,6 @@ class _Ranks:
         self.runs = runs
         self.errors = {}
         self.passes = 0
-
-    def _last(self, key):
-        # A rank whose ladders restart from a better mode stands at its last estimate meanwhile.
-        return np.array([np.nan if i in self.errors or not r.rounds else
-                         getattr(r, "value" if key == "log_evidence" else "error") if r.estimated else
-                         r.rounds[-1][key] for i, r in enumerate(self.runs)])
-
-    def values(self):
-        return self._last("log_evidence")
-
-    def bars(self):
-        return self._last("error")
 
 
 def _run_pass(state, plans, n_jobs, report):
@@ -165,7 +159,7 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
         _run_pass(state, {i: state.runs[i].plan(None) for i in by_rank if i not in state.errors}, n_jobs, report)
         save()
     while tol is not None:
-        running = np.flatnonzero(in_the_running(state.values(), state.bars()))
+        running = np.flatnonzero(in_the_running(*standings(state.runs, state.errors)))
         if running.size <= 1:
             break
         plans = {int(i): state.runs[i].plan(tol) for i in running}

@@ -14,7 +14,7 @@ from .._config import SELECTOR_SCREEN
 from ..cp.likelihood import likelihood_kappa
 from ..cp.reference import as_data
 from ..cp.rti import referenced_ti_log_evidence
-from ..cp.select import decision, in_the_running, select_rank
+from ..cp.select import decision, in_the_running, select_rank, standings
 from ..evidence._result import ERROR_PIECES
 from ._methods import method_kwargs
 from .search import EvidenceGridSearch
@@ -105,18 +105,18 @@ class RankSelectorMixin:
         if errors and self.error_score == "raise":
             raise RuntimeError(f"rank {ranks[min(errors)]} failed: {errors[min(errors)]}")
         rows, results = [], {}
-        values = [np.nan if i in errors or not run.estimated else run.value for i, run in enumerate(runs)]
-        running = in_the_running(values, [np.nan if np.isnan(v) else run.error for v, run in zip(values, runs)])
+        values, bars = standings(runs, errors)
+        running = in_the_running(values, bars)
         for i, run in enumerate(runs):
             failed = np.isnan(values[i])
             if not failed:
                 # Only an open decision was meant to reach tol: no warning for a rank out, or a decided choice.
                 results[i] = run.result(base.tol, base.likelihood, warn=bool(running[i] and running.sum() > 1))
             # The tolerance a rank was refined to: inf for a rank screened by one round and left there.
-            reached = base.tol is not None and (len(run.rounds) > 1 or run.error <= base.tol)
+            reached = base.tol is not None and (len(run.rounds) > 1 or bars[i] <= base.tol)
             rows.append(dict(
-                log_evidence=float(self.error_score) if failed else run.value,
-                std=np.nan if failed else run.error, fit_time=run.time, score_time=0.0,
+                log_evidence=float(self.error_score) if failed else values[i],
+                std=bars[i], fit_time=run.time, score_time=0.0,
                 error=errors.get(i, ""), tol=base.tol if reached else np.inf,
                 **{key: np.nan if failed else float(results[i].diagnostics[key]) for key in ERROR_PIECES},
             ))

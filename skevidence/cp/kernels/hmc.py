@@ -382,6 +382,11 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     """
     np.random.seed(seed)
     D, R = alpha.shape
+    for d in range(D):
+        for r in range(R):
+            # q's Gamma draws would never accept a NaN shape: fail here instead of spinning.
+            if not (0.0 < alpha[d, r] < np.inf and 0.0 < beta[d, r] < np.inf):
+                raise ValueError("the reference's shapes and rates must be finite and positive")
     N = offsets.shape[0] - 1
     phi = phi_levels[levels[0]].copy()
     step = step_levels[levels[0]]

@@ -32,7 +32,7 @@ def _mean(F, offsets, coords, e, floor):
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
 def _add_products(F, offsets, coords, e, w, power, out):
-    """Add ``w`` times the ``power``-th power of :math:`\partial v_e / \partial F` to ``out``, row by row."""
+    r"""Add ``w`` times the ``power``-th power of :math:`\partial v_e / \partial F` to ``out``, row by row."""
     N = offsets.shape[0] - 1
     for m in range(N):
         row = offsets[m] + coords[e, m]
