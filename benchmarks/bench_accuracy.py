@@ -9,8 +9,7 @@ the true one the log-evidence is estimated by
   yardstick: its only error is Monte-Carlo, and its error bar is the spread
   of independent runs (``smc_log_evidence``);
 * **Chib**: Chib's method at the estimators' defaults (``method="chib"``);
-* **STI** (the name of the column and of ``--methods sti``, kept so that
-  earlier output and JSON files read the same): the rank selectors
+* **RTI**: the rank selectors
   (``BayesianNMFRankSelector`` / ``PARAFACRankSelector``) at their defaults,
   which run referenced TI (``method="rti"``: every rank screened by one
   short round, then the ranks in the running refined to ``tol``).
@@ -33,10 +32,10 @@ Usage::
 Options: ``--particles`` and ``--runs`` set the SMC (default: by the number of counts,
 see ``smc_settings``); ``--seed`` the seed of every method; ``--n-jobs`` the ranks
 the selectors fit at once; ``--referee`` runs the SMC from the prior (256 particles, 4 sweeps)
-where STI and the referenced SMC differ by more than 3 combined stated errors, and the summary
-counts STI against it there (the referenced SMC's particles start at the variational fit's
+where RTI and the referenced SMC differ by more than 3 combined stated errors, and the summary
+counts RTI against it there (the referenced SMC's particles start at the variational fit's
 mode and can miss the other modes of an over-fitted rank); ``--reuse-smc FILE ...`` takes
-the SMC's values from the JSON of earlier runs (same seed) where they hold the case and rank, so that a change to STI or
+the SMC's values from the JSON of earlier runs (same seed) where they hold the case and rank, so that a change to RTI or
 Chib's method is measured against the yardstick without running it again (the SMC is the
 slow part: minutes a rank at 10^4 counts).
 """
@@ -154,7 +153,7 @@ def fit_chib(case, X, rank, args):
                 warned=bool(caught))
 
 
-def fit_sti(case, X, ranks, args):
+def fit_rti(case, X, ranks, args):
     Selector = BayesianNMFRankSelector if len(case.shape) == 2 else PARAFACRankSelector
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -184,7 +183,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cases", nargs="+")
-    parser.add_argument("--methods", nargs="+", default=["smc", "chib", "sti"], choices=["smc", "chib", "sti"])
+    parser.add_argument("--methods", nargs="+", default=["smc", "chib", "rti"], choices=["smc", "chib", "rti"])
     parser.add_argument("--particles", type=int)
     parser.add_argument("--runs", type=int)
     parser.add_argument("--seed", type=int, default=0)
@@ -210,7 +209,7 @@ def main():
     print(f"skevidence {skevidence.__version__} ({git_state()}), {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.2f}; seed {args.seed}")
     header = (f"{'case':<14} {'counts':>7} {'nz%':>4} {'R':>2} {'SMC ± se (spread)':>26} {'t':>6} | "
-              f"{'Chib - SMC (z)':>18} {'t':>5} | {'STI - SMC (z)':>18} {'t':>5}")
+              f"{'Chib - SMC (z)':>18} {'t':>5} | {'RTI - SMC (z)':>18} {'t':>5}")
     print(header)
     print("-" * len(header))
     table = {}
@@ -221,8 +220,8 @@ def main():
         counts, nz = int(dense.sum()), 100.0 * np.count_nonzero(dense) / dense.size
         ranks = case.ranks()
         results = {m: {} for m in args.methods}
-        if "sti" in args.methods:
-            results["sti"] = fit_sti(case, X, ranks, args)
+        if "rti" in args.methods:
+            results["rti"] = fit_rti(case, X, ranks, args)
         for rank in ranks:
             results["smc"][rank] = reused.get((case.name, rank)) or fit_smc(case, X, rank, args)
             if "chib" in args.methods:
@@ -232,7 +231,7 @@ def main():
             line = (f"{case.name:<14} {counts:>7} {nz:>4.0f} {rank:>2} "
                     f"{smc['value']:>12.1f} ± {smc['se']:>4.1f} ({smc['spread']:>4.1f})"
                     f"{'!' if smc['warned'] else ' '} {smc_time:>6} |")
-            for method in ("chib", "sti"):
+            for method in ("chib", "rti"):
                 if method not in results:
                     line += f" {'':>18} {'':>5} |"
                     continue
@@ -242,17 +241,17 @@ def main():
                 r["error"], r["z"] = diff, z
                 line += f" {diff:>+9.1f} ({z:>+6.1f}){'!' if r['warned'] else ' '} {r['time']:>4.0f}s |"
             print(line, flush=True)
-            sti = results.get("sti", {}).get(rank)
-            if args.referee and sti is not None and abs(sti["z"]) > 3.0:
+            rti = results.get("rti", {}).get(rank)
+            if args.referee and rti is not None and abs(rti["z"]) > 3.0:
                 # The referenced SMC starts at the variational fit's mode and can miss other modes of an
                 # over-fitted rank: the path from the prior, whose particles meet every mode, referees.
                 ref = results.setdefault("smc_prior", {})[rank] = fit_smc(case, X, rank, args, reference="prior")
-                z = (sti["value"] - ref["value"]) / np.hypot(sti["se"], ref["se"])
+                z = (rti["value"] - ref["value"]) / np.hypot(rti["se"], ref["se"])
                 print(f"{'':<14} referee, SMC from the prior: {ref['value']:.1f} ± {ref['se']:.1f} "
-                      f"({ref['time']:.0f} s); STI - referee {sti['value'] - ref['value']:+.1f} ({z:+.1f}), "
+                      f"({ref['time']:.0f} s); RTI - referee {rti['value'] - ref['value']:+.1f} ({z:+.1f}), "
                       f"referenced SMC - referee {smc['value'] - ref['value']:+.1f}", flush=True)
-                sti["z_referee"] = z
-        picks = {m: chosen(results[m], ranks) for m in ("smc", "chib", "sti") if m in results}
+                rti["z_referee"] = z
+        picks = {m: chosen(results[m], ranks) for m in ("smc", "chib", "rti") if m in results}
         print(f"{'':<14} chosen rank: " + ", ".join(f"{m} {picks[m]}" for m in results)
               + f" (true {case.true_rank})", flush=True)
         table[case.name] = dict(case=case.__dict__, seed=args.seed, counts=counts, ranks=ranks, picks=picks,

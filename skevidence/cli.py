@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._config import CLI_DEFAULTS, DEFAULT_TOL, RTI_DEFAULTS, SELECTOR_SCREEN, STI_DEFAULTS
+from ._config import CLI_DEFAULTS, DEFAULT_TOL, SELECTOR_SCREEN, STI_DEFAULTS
 
 __all__ = ["main"]
 
@@ -57,19 +57,21 @@ def _build_parser():
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     nmf = commands.add_parser(
         "nmf-rank",
-        help="choose the NMF rank of the magnitude spectrogram of audio files",
+        help="choose the NMF rank of the spectrogram of audio files",
         description=(
-            "Choose the rank of a Poisson NMF of the magnitude spectrogram of one or more audio "
-            "files by its Bayesian evidence (stochastic thermodynamic integration). Several files "
-            "are stacked frame-wise into one matrix. With no FILE, runs on the clip bundled with "
-            "skevidence."
+            "Choose the rank of a Bayesian NMF of the spectrogram of one or more audio files by its "
+            "evidence: by default an exponential (Itakura-Saito) NMF of the power spectrogram above the "
+            "recording's noise floor, every rank screened by referenced thermodynamic integration and the "
+            "contenders refined until the choice is decided. Several files are stacked frame-wise into one "
+            "matrix. With no FILE, runs on the clip bundled with skevidence."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = nmf.add_argument
     add("files", nargs="*", metavar="FILE", help="audio files (WAV; other formats need the 'audio' extra)")
     add("--ranks", type=_positive_int, nargs="+", default=list(CLI_DEFAULTS["ranks"]), help="candidate ranks")
-    add("--n-jobs", type=int, default=None, help="ranks fitted in parallel (-1: all cores)")
+    add("--n-jobs", type=int, default=None,
+        help="threads that run the ranks' pieces of work (-1: all cores); the numbers do not depend on it")
     add("--plot", type=Path, metavar="PNG", help="write the evidence curve to this image file")
     add("--json", type=Path, metavar="JSON", help="write the results to this JSON file")
     add("--n-fft", type=_positive_int, default=512, help="window and FFT length (samples)")
@@ -108,10 +110,12 @@ def _build_parser():
         "limit makes the numbers depend on the machine's speed")
     add("--sampler", choices=("psgld", "sgld"), default=STI_DEFAULTS["sampler"], help="SG-MCMC sampler (--method sti)")
     add("--temperatures", type=_positive_int, default=None,
-        help=f"ladder intervals (default: {RTI_DEFAULTS['n_temperatures']} for rti, rounded up to a multiple of 4; "
+        help=f"ladder intervals of the first round (default: {SELECTOR_SCREEN['n_temperatures']} for rti, rounded up "
+        "to a multiple of 4, which refinement may halve; "
         f"{STI_DEFAULTS['temperatures']} for sti)")
     add("--n-samples", type=_positive_int, default=None,
-        help=f"iterations per temperature, burn-in included (default: {sum(SELECTOR_SCREEN.values())} for rti, "
+        help="iterations per temperature, burn-in included (default: "
+        f"{SELECTOR_SCREEN['n_burnin'] + SELECTOR_SCREEN['n_keep']} for rti, "
         f"which --tol lengthens; {STI_DEFAULTS['n_samples']} for sti)")
     add("--n-burnin", type=_non_negative_int, default=None,
         help=f"burn-in iterations per temperature (default: {SELECTOR_SCREEN['n_burnin']} for rti; "

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from bench_accuracy import CASES, fit_smc, fit_sti  # noqa: E402
+from bench_accuracy import CASES, fit_rti, fit_smc  # noqa: E402
 
 
 class _Args:
@@ -23,9 +23,9 @@ def test_selectors_agree_with_the_smc_yardstick(name):
     case = next(c for c in CASES if c.name == name)
     X = case.data()
     ranks = case.ranks()
-    sti = fit_sti(case, X, ranks, _Args)
+    rti = fit_rti(case, X, ranks, _Args)
     smc = {rank: fit_smc(case, X, rank, _Args) for rank in ranks}
     for rank in ranks:
-        combined = math.hypot(sti[rank]["se"], smc[rank]["se"])
-        assert abs(sti[rank]["value"] - smc[rank]["value"]) <= 3.0 * combined, (rank, sti[rank], smc[rank])
-    assert max(ranks, key=lambda r: sti[r]["value"]) == max(ranks, key=lambda r: smc[r]["value"]) == case.true_rank
+        combined = math.hypot(rti[rank]["se"], smc[rank]["se"])
+        assert abs(rti[rank]["value"] - smc[rank]["value"]) <= 3.0 * combined, (rank, rti[rank], smc[rank])
+    assert max(ranks, key=lambda r: rti[r]["value"]) == max(ranks, key=lambda r: smc[r]["value"]) == case.true_rank

@@ -111,7 +111,8 @@ class CPData:
             order = np.lexsort(coords.T[::-1])
             coords, vals, dense = coords[order], vals[order], None
         else:
-            dense = np.ascontiguousarray(X, dtype=np.float64)
+            # Writable as well: numba compiles every kernel again for a read-only array (a memmap).
+            dense = np.require(X, dtype=np.float64, requirements=["C", "W"])
             coords = np.argwhere(dense != 0.0) if kappa == 0.0 else np.indices(shape).reshape(len(shape), -1).T
             coords = np.ascontiguousarray(coords, dtype=np.int64)
             vals = dense[tuple(coords.T)]
