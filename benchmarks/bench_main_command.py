@@ -7,8 +7,9 @@ three ways in one process, one after the other, each with its own wall time:
   referenced TI: every rank screened by one short round, then the error bars
   of the ranks in the running refined to ``--tol``, with at most
   ``--max-refinements`` doublings of the work a rank and pass);
-* **4x**: four times the iterations per temperature and the bound on the
-  refinements' work (``--n-samples 600 --n-burnin 200 --max-refinements 5``);
+* **4x**: four times the screen's iterations per temperature and the bound on
+  the refinements' work (two more doublings: ``--n-samples 300 --n-burnin 100
+  --max-refinements 5`` at the defaults);
 * **prior** (with ``--with-prior``): the papers' STI from the prior at the
   command line's settings for it (``--method sti``), for the record of how far
   off it is.
@@ -38,13 +39,16 @@ import time
 import numpy as np
 
 import skevidence
+from skevidence._config import CLI_DEFAULTS, SELECTOR_SCREEN
 from skevidence.cli import main as cli_main
 
 from _environment import git_state
 
 BUDGETS = {
     "default": [],
-    "4x": ["--n-samples", "600", "--n-burnin", "200", "--max-refinements", "5"],
+    "4x": ["--n-samples", str(4 * (SELECTOR_SCREEN["n_burnin"] + SELECTOR_SCREEN["n_keep"])),
+           "--n-burnin", str(4 * SELECTOR_SCREEN["n_burnin"]),
+           "--max-refinements", str(CLI_DEFAULTS["max_refinements"] + 2)],
     "prior": ["--method", "sti"],
 }
 

@@ -35,16 +35,17 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         ``likelihood="exponential"`` with ``prior_rate="auto"`` on a power
         spectrogram chooses a rank that does not depend on the recording's
         level. With ``method="rti"`` every rank is first screened by a short
-        round of its chains (``n_burnin=50, n_keep=100`` unless
+        round of its chains (``n_burnin=25, n_keep=50`` unless
         ``method_params`` sets them).
     tol : float or None, default=1.0
         ``method="rti"``: after the screen, the ranks still within three
-        combined error bars of the best are refined, pass by pass, to error
-        bars of ``8 * tol``, ``4 * tol``, ... ``tol`` nats; ``None``: the
-        screen alone.
+        combined error bars of the best are refined, one step a pass, until
+        the best is three combined bars clear of every other or every
+        contender's bar is within ``tol`` nats; ``None``: the screen alone.
     n_jobs : int, default=None
-        Ranks fitted in parallel; each task caps numba's threads at
-        ``cores // n_jobs``. Results do not depend on it.
+        ``method="rti"``: threads that run the ranks' pieces of work (every
+        reference start, every ladder's runs of temperatures); other
+        methods: ranks fitted in parallel. Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seed shared by every rank (common random numbers).
     verbose : int, default=0
