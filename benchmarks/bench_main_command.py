@@ -8,7 +8,7 @@ three ways in one process, one after the other, each with its own wall time:
   of the ranks in the running refined to ``--tol``, with at most
   ``--max-refinements`` doublings of the work a rank and pass);
 * **4x**: four times the screen's iterations per temperature and the bound on
-  the refinements' work (two more doublings: ``--n-samples 300 --n-burnin 100
+  the refinements' work (two more doublings: ``--n-samples 600 --n-burnin 200
   --max-refinements 5`` at the defaults);
 * **prior** (with ``--with-prior``): the papers' STI from the prior at the
   command line's settings for it (``--method sti``), for the record of how far

@@ -118,7 +118,7 @@ print(f"tensor {X.shape[0]} x {X.shape[1]} x {X.shape[2]} (sender x receiver x w
 # to the mean count per cell :math:`\bar x`: a natural start.
 #
 # :class:`~skevidence.PARAFACRankSelector` scores every rank by one round of
-# referenced TI (``tol=None``; 16 temperatures of 75 HMC iterations, 25 of
+# referenced TI (``tol=None``; 16 temperatures of 150 HMC iterations, 50 of
 # them burn-in, the selectors' screen, in ``method_params``). Its warnings,
 # if any, are counted and the first is printed.
 
@@ -126,7 +126,7 @@ rate0 = mean_count ** (-1 / 3)
 if SHORT:
     screen = dict(n_temperatures=4, n_burnin=20, n_keep=20, n_starts=2)
 else:
-    screen = dict(n_burnin=25, n_keep=50)
+    screen = dict(n_burnin=50, n_keep=100)
 selector_ranks = [1, 2] if SHORT else list(range(1, 11))
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")

@@ -169,11 +169,13 @@ RTI_DEFAULTS = dict(
 #: 5 x 5 on a 100 x 75 matrix).
 DEFAULT_BLOCKS = 5
 
-#: The rank selectors' first round of referenced TI, an eighth of a model's (``RTI_DEFAULTS``: its ladder, an
-#: eighth of its iterations): every rank runs it once (the screen), and a rank far below the best needs no more;
-#: a rank in the running is refined from it. Not fewer temperatures: at 8 the quadrature's bias (4-8 nats on
-#: bench_accuracy's t16x16x16r4) is far above what Richardson's estimate from 4 and 8 intervals states.
-SELECTOR_SCREEN = dict(n_temperatures=16, n_burnin=25, n_keep=50)
+#: The rank selectors' first round of referenced TI, a quarter of a model's (``RTI_DEFAULTS``: its ladder, a
+#: quarter of its iterations): every rank runs it once (the screen), and a rank far below the best needs no more;
+#: a rank in the running is refined from it. Not cheaper: at 8 temperatures the quadrature's bias (4-8 nats on
+#: bench_accuracy's t16x16x16r4) is far above what Richardson's estimate from 4 and 8 intervals states; at 75
+#: iterations the clip's ranks 16 and 32 come out 46 and 53 nats below four times the budget (34 and 32 at
+#: 150), against chain pieces of 7 and 10 nats (6 and 16) in their error bars.
+SELECTOR_SCREEN = dict(n_temperatures=16, n_burnin=50, n_keep=100)
 
 #: A rank whose log-evidence is below the best's by more than this many combined
 #: error bars is out of the running: it is not refined further, and the choice is

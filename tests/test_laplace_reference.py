@@ -58,8 +58,8 @@ def test_wrapped_model_has_the_same_evidence():
     assert joint == pytest.approx(model.log_prior(theta) + model.log_likelihood(theta, Xp, yp).sum() + log_det)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_defaults_match_the_closed_form(seed):
+def test_defaults_match_the_closed_form(seed=0):
+    """Both estimators at their defaults within 4 stated SEs of the closed form (eight seeds: ``-m slow``)."""
     X, y = _regression(seed)
     reg = BayesianLinearRegression(random_state=seed).fit(X, y)
     assert abs(reg.log_evidence_ - reg.exact_log_evidence(X, y)) < 4 * reg.log_evidence_std_

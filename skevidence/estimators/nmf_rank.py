@@ -35,7 +35,7 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         ``likelihood="exponential"`` with ``prior_rate="auto"`` on a power
         spectrogram chooses a rank that does not depend on the recording's
         level. With ``method="rti"`` every rank is first screened by a short
-        round of its chains (``n_burnin=25, n_keep=50`` unless
+        round of its chains (``n_burnin=50, n_keep=100`` unless
         ``method_params`` sets them).
     tol : float or None, default=1.0
         ``method="rti"``: after the screen, the ranks still within three
