@@ -14,7 +14,7 @@ from .._config import SELECTOR_SCREEN
 from ..cp.likelihood import likelihood_kappa
 from ..cp.reference import as_data
 from ..cp.rti import referenced_ti_log_evidence
-from ..cp.select import decision, in_the_running, select_rank, standings
+from ..cp.select import decision, select_rank, standings
 from ..evidence._result import ERROR_PIECES
 from ._methods import method_kwargs
 from .search import EvidenceGridSearch
@@ -106,12 +106,12 @@ class RankSelectorMixin:
             raise RuntimeError(f"rank {ranks[min(errors)]} failed: {errors[min(errors)]}")
         rows, results = [], {}
         values, bars = standings(runs, errors)
-        running = in_the_running(values, bars)
+        decided, status, _ = decision(ranks, values, bars)
         for i, run in enumerate(runs):
             failed = np.isnan(values[i])
             if not failed:
                 # Only an open decision was meant to reach tol: no warning for a rank out, or a decided choice.
-                results[i] = run.result(base.tol, base.likelihood, warn=bool(running[i] and running.sum() > 1))
+                results[i] = run.result(base.tol, base.likelihood, warn=not decided and status[i] != "out")
             # The tolerance a rank was refined to: inf for a rank screened by one round and left there.
             reached = base.tol is not None and (len(run.rounds) > 1 or bars[i] <= base.tol)
             rows.append(dict(
