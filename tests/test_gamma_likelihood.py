@@ -15,7 +15,7 @@ from cp_twins import naive_intensity, numeric_gradient, stacked_factors
 from skevidence import BayesianNMFRankSelector, PoissonNMF
 from skevidence.cp.data import CPData
 from skevidence.cp.kernels.passes import fisher_pass, log_likelihood
-from skevidence.cp.likelihood import entry, log_density
+from skevidence.cp.likelihood import dense_entries, entry, log_density
 from skevidence.cp.model import auto_prior_rate
 from skevidence.cp.reference import laplace_reference
 from skevidence.cp.rti import referenced_ti_log_evidence
@@ -84,6 +84,28 @@ def test_entry_density_and_derivative_match_scipy():
     derivative = np.vectorize(lambda x, v: scalar(x, v, 3.0, False)[1])(X, V)
     np.testing.assert_allclose(derivative, numeric, rtol=1e-5)
 
+
+@pytest.mark.parametrize("kappa", [0.0, 1.0, 2.5])
+def test_dense_entries_sum_entry_over_the_matrix(kappa):
+    """The dense pass's sum (the Gamma family's logarithms taken of products of means) is :func:`entry`'s, to
+    rounding; means whose product leaves the double range, and a mean that underflowed, as :func:`entry`."""
+    scalar = getattr(entry, "py_func", entry)
+    rng = np.random.default_rng(5)
+    V = rng.gamma(2.0, 1.0, size=(5, 19))
+    V[1, :10] = 1e-80  # eight tiny means: a product below 1e-300
+    V[2, 3:12] = 1e90  # and eight huge ones
+    X = rng.poisson(2.0, size=V.shape).astype(np.float64) if kappa == 0.0 else rng.gamma(2.0, 1.0, size=V.shape)
+    floor = 0.0 if kappa == 0.0 else 1e-3
+    for with_value in (True, False):
+        pairs = [scalar(x, v + floor, kappa, with_value) for x, v in zip(X.ravel(), V.ravel())]
+        out = V.copy()
+        total = dense_entries(X, out, floor, kappa, with_value)
+        assert total == pytest.approx(sum(p[0] for p in pairs), rel=1e-13)
+        np.testing.assert_allclose(out.ravel(), [p[1] for p in pairs], rtol=1e-13)
+    V[4, 7], X[4, 7] = -2 * floor - 1.0, 1.0  # an underflowed mean
+    out = V.copy()
+    assert dense_entries(X, out, floor, kappa, True) == -np.inf
+    assert out[4, 7] == np.inf
 
 def test_data_of_the_gamma_likelihood():
     rng = np.random.default_rng(3)

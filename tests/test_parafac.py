@@ -106,7 +106,8 @@ def test_dense_and_sparse_input_agree_on_the_default_method():
     rng = np.random.default_rng(0)
     factors = [rng.exponential(2.0, size=(n, 3)) for n in (14, 12, 10)]
     X = rng.poisson(np.einsum("ir,jr,kr->ijk", *factors))
-    kwargs = dict(rank=2, prior_rate=0.5, random_state=3, method_params=dict(n_temperatures=4, n_burnin=10, n_keep=20))
+    kwargs = dict(rank=2, prior_rate=0.5, random_state=3,
+                  method_params=dict(n_temperatures=4, n_burnin=10, n_keep=20, max_refinements=1))
     dense = PoissonPARAFAC(**kwargs).fit(X)
     sparse = PoissonPARAFAC(**kwargs).fit(sp.coo_array(X))
     assert sparse.log_evidence_ == dense.log_evidence_

@@ -31,7 +31,8 @@ from scipy.special import gammaln
 
 from .._config import FASTMATH
 
-__all__ = ["LIKELIHOODS", "check_entries", "entry", "entry_constant", "likelihood_kappa", "log_density"]
+__all__ = ["LIKELIHOODS", "check_entries", "dense_entries", "entry", "entry_constant", "likelihood_kappa",
+           "log_density"]
 
 #: The likelihoods' names.
 LIKELIHOODS = ("poisson", "exponential", "gamma")
@@ -67,6 +68,60 @@ def entry(x, v, kappa, with_value):
     if not v > 0.0:
         return -np.inf, np.inf
     return (x * math.log(v) if with_value else 0.0), x / v
+
+
+#: Means whose logarithms the Gamma family's dense pass takes as one logarithm of their product.
+_LOG_CHUNK = 8
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def dense_entries(X, V, floor, kappa, with_value):
+    r""":math:`\sum \tau(x, v)` over a dense matrix ``X`` of means ``V + floor``; ``V`` becomes :math:`\partial\tau/\partial v`.
+
+    The sum of :func:`entry` over every entry, except that for the Gamma
+    family the :math:`\log v` are summed as the logarithm of the product of
+    ``_LOG_CHUNK`` means at a time (a logarithm costs several times the rest
+    of an entry's work); a product outside :math:`[10^{-300}, 10^{300}]`
+    takes its means' logarithms one by one.
+    """
+    n, m = X.shape
+    total = 0.0
+    if kappa == 0.0 or not with_value:
+        for i in range(n):
+            for j in range(m):
+                term, V[i, j] = entry(X[i, j], V[i, j] + floor, kappa, with_value)
+                total += term
+        return total
+    log_sum = 0.0
+    ratio_sum = 0.0
+    underflow = False
+    means = np.empty(_LOG_CHUNK)
+    for i in range(n):
+        k = 0
+        for j in range(m):
+            v = V[i, j] + floor
+            if v > 0.0:
+                x = X[i, j]
+                inv = 1.0 / v
+                ratio_sum += x * inv
+                V[i, j] = kappa * (x - v) * inv * inv
+            else:  # as entry: -inf and inf, which the callers report as a divergence
+                underflow = True
+                V[i, j] = np.inf
+                v = 1.0
+            means[k] = v
+            k += 1
+            if k == _LOG_CHUNK or j == m - 1:
+                product = 1.0
+                for c in range(k):
+                    product *= means[c]
+                if 1e-300 < product < 1e300:
+                    log_sum += math.log(product)
+                else:
+                    for c in range(k):
+                        log_sum += math.log(means[c])
+                k = 0
+    return -np.inf if underflow else -kappa * (log_sum + ratio_sum)
 
 
 def entry_constant(x, kappa):

@@ -13,7 +13,7 @@ its gradient from the factors' column sums.
 from numba import njit
 
 from ..._config import FASTMATH
-from ..likelihood import entry
+from ..likelihood import dense_entries, entry
 
 __all__ = ["column_sums", "entry_pass", "fisher_pass", "log_likelihood"]
 
@@ -60,11 +60,7 @@ def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_valu
         W = F[:I]
         Ht = F[I:]
         V = W @ Ht.T
-        n, m = X.shape
-        for i in range(n):
-            for j in range(m):
-                term, V[i, j] = entry(X[i, j], V[i, j] + floor, kappa, with_value)
-                total += term
+        total = dense_entries(X, V, floor, kappa, with_value)
         out[:I] = V @ Ht
         out[I:] = V.T @ W
         return total
