@@ -33,6 +33,10 @@ _VB_MAX_ITER = 1000
 # round; its mode piece 0.99, 0.51, 0.28 at 16, 32, 64 starts).
 _SEARCH_SHARE = 1.0 / math.sqrt(2.0)
 
+#: Most rounds of the moves along the components' scale ridges, and the change of a log-scale that ends them.
+_RIDGE_MAX_SWEEPS = 100
+_RIDGE_TOL = 1e-10
+
 #: Sweeps of multiplicative updates that take a start to the posterior's mode before the VB or Laplace fit,
 #: and the relative change of the log posterior at which they stop.
 _MAP_MAX_ITER = 200
@@ -120,15 +124,46 @@ def vb_fit(data, R, rates, start):
                 if k != m:
                     others *= means[offsets[k]:offsets[k + 1]].sum(axis=0)
             beta[offsets[m]:offsets[m + 1]] = rates[offsets[m]:offsets[m + 1], None] + others
+        _rescale_components(alpha, beta, rates, offsets)
     return bound, alpha, beta
+
+
+def _rescale_components(alpha, beta, rates, offsets):
+    r"""Move every component of ``q`` to the bound's maximum along its scale ridges, in place.
+
+    Scaling component :math:`r`'s mode-0 factors by :math:`c` and its mode-:math:`m` factors by
+    :math:`1/c` (rates :math:`\beta / c` and :math:`\beta c`) leaves the likelihood's terms of the
+    bound as they are; the prior's and the entropy's change by
+    :math:`-c A_0 - A_m / c + (n_0 - n_m)\log c`, with :math:`A` the rate-weighted sums of the
+    factors' means and :math:`n` the modes' sizes, whose maximum is the positive root of a
+    quadratic. Coordinate ascent alone crawls along these ridges (on the bundled clip's Poisson
+    spectrogram at rank 1: still 0.3 nats a sweep after 1,000 sweeps, 112 nats below this
+    maximum, which three sweeps with the move reach).
+    """
+    # One ridge per mode after the first; with three or more modes they share the first mode's
+    # factors, so the moves repeat until none changes (the bound is concave in the log-scales).
+    for _ in range(_RIDGE_MAX_SWEEPS):
+        largest = 0.0
+        for m in range(1, len(offsets) - 1):
+            first, other = slice(offsets[0], offsets[1]), slice(offsets[m], offsets[m + 1])
+            a0 = np.sum(rates[first, None] * alpha[first] / beta[first], axis=0)
+            am = np.sum(rates[other, None] * alpha[other] / beta[other], axis=0)
+            d = float(offsets[1] - offsets[0] - (offsets[m + 1] - offsets[m]))
+            c = (d + np.sqrt(d * d + 4.0 * a0 * am)) / (2.0 * a0)
+            beta[first] /= c
+            beta[other] *= c
+            largest = max(largest, float(np.max(np.abs(np.log(c)))))
+        if len(offsets) <= 3 or largest <= _RIDGE_TOL:
+            return
 
 
 def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, random_state=None):
     r"""Mean-field variational Bayes for Poisson CP: the best of ``n_starts`` fits.
 
     :math:`q(F) = \prod \mathrm{Gamma}(F^{(m)}_{ir}; \alpha^{(m)}_{ir}, \beta^{(m)}_{ir})`
-    with the latent-source updates of Cemgil (2009) under exponential priors;
-    non-integer data are accepted (the bound is then that of the Poisson
+    with the latent-source updates of Cemgil (2009) under exponential priors,
+    each sweep ended by a closed-form move of every component along its scale
+    ridges (:func:`_rescale_components`); non-integer data are accepted (the bound is then that of the Poisson
     density extended by :math:`\Gamma(x + 1)`).
 
     Returns
