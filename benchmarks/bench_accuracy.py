@@ -252,7 +252,7 @@ def main():
                       f"referenced SMC - referee {smc['value'] - ref['value']:+.1f}", flush=True)
                 rti["z_referee"] = z
         picks = {m: chosen(results[m], ranks) for m in ("smc", "chib", "rti") if m in results}
-        print(f"{'':<14} chosen rank: " + ", ".join(f"{m} {picks[m]}" for m in results)
+        print(f"{'':<14} chosen rank: " + ", ".join(f"{m} {picks[m]}" for m in picks)
               + f" (true {case.true_rank})", flush=True)
         table[case.name] = dict(case=case.__dict__, seed=args.seed, counts=counts, ranks=ranks, picks=picks,
                                 results={m: {str(k): v for k, v in r.items()} for m, r in results.items()})
