@@ -76,7 +76,7 @@ _LOG_CHUNK = 8
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
 def dense_entries(X, V, floor, kappa, with_value):
-    r""":math:`\sum \tau(x, v)` over a dense matrix ``X`` of means ``V + floor``; ``V`` becomes :math:`\partial\tau/\partial v`.
+    r""":math:`\sum \tau(x, v)` over a dense ``X`` of means ``V + floor``; ``V`` becomes :math:`\partial_v \tau`.
 
     The sum of :func:`entry` over every entry, except that for the Gamma
     family the :math:`\log v` are summed as the logarithm of the product of

@@ -137,9 +137,10 @@ def _rescale_components(alpha, beta, rates, offsets):
     :math:`\sum_k (n_k \log s_k - A_k s_k)`, with :math:`A_k` the rate-weighted sum of the mode's
     factor means and :math:`n_k` its size. At the maximum :math:`A_k s_k - n_k` is the same
     :math:`y` for every mode, where :math:`\prod_k (y + n_k) = \prod_k A_k`: one equation a
-    component, solved by Newton's method (two modes: a quadratic). Coordinate ascent alone crawls along these ridges (on the bundled clip's Poisson
-    spectrogram at rank 1: still 0.3 nats a sweep after 1,000 sweeps, 112 nats below this
-    maximum, which three sweeps with the move reach).
+    component, solved by Newton's method (two modes: a quadratic). Coordinate ascent alone
+    crawls along these ridges (on the bundled clip's Poisson spectrogram at rank 1: still 0.3
+    nats a sweep after 1,000 sweeps, 112 nats below this maximum, which three sweeps with the
+    move reach).
     """
     modes = [slice(lo, hi) for lo, hi in zip(offsets[:-1], offsets[1:])]
     A = np.array([np.sum(rates[m, None] * alpha[m] / beta[m], axis=0) for m in modes])
