@@ -53,6 +53,13 @@ def likelihood_kappa(likelihood, shape=1.0):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _gamma_terms(x, v, kappa):
+    r"""The Gamma family's :math:`x / v` and :math:`\partial_v \tau = \kappa (x - v) / v^2` (``v > 0``)."""
+    inv = 1.0 / v
+    return x * inv, kappa * (x - v) * inv * inv
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
 def entry(x, v, kappa, with_value):
     r"""An entry's :math:`\tau(x, v)` (0 without ``with_value``) and :math:`\partial\tau/\partial v`.
 
@@ -62,7 +69,8 @@ def entry(x, v, kappa, with_value):
     if kappa > 0.0:
         if not v > 0.0:
             return -np.inf, np.inf
-        return (-kappa * (math.log(v) + x / v) if with_value else 0.0), kappa * (x - v) / (v * v)
+        ratio, slope = _gamma_terms(x, v, kappa)
+        return (-kappa * (math.log(v) + ratio) if with_value else 0.0), slope
     if x == 0.0:
         return 0.0, 0.0
     if not v > 0.0:
@@ -78,8 +86,9 @@ _LOG_CHUNK = 8
 def dense_entries(X, V, floor, kappa, with_value):
     r""":math:`\sum \tau(x, v)` over a dense ``X`` of means ``V + floor``; ``V`` becomes :math:`\partial_v \tau`.
 
-    The sum of :func:`entry` over every entry, except that for the Gamma
-    family the :math:`\log v` are summed as the logarithm of the product of
+    The sum of :func:`entry` over every entry (the Gamma family's terms from
+    the same :func:`_gamma_terms`), except that the Gamma family's
+    :math:`\log v` are summed as the logarithm of the product of
     ``_LOG_CHUNK`` means at a time (a logarithm costs several times the rest
     of an entry's work); a product outside :math:`[10^{-300}, 10^{300}]`
     takes its means' logarithms one by one.
@@ -101,10 +110,8 @@ def dense_entries(X, V, floor, kappa, with_value):
         for j in range(m):
             v = V[i, j] + floor
             if v > 0.0:
-                x = X[i, j]
-                inv = 1.0 / v
-                ratio_sum += x * inv
-                V[i, j] = kappa * (x - v) * inv * inv
+                ratio, V[i, j] = _gamma_terms(X[i, j], v, kappa)
+                ratio_sum += ratio
             else:  # as entry: -inf and inf, which the callers report as a divergence
                 underflow = True
                 V[i, j] = np.inf
