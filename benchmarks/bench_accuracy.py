@@ -11,8 +11,11 @@ the true one the log-evidence is estimated by
 * **Chib**: Chib's method at the estimators' defaults (``method="chib"``);
 * **RTI**: the rank selectors
   (``BayesianNMFRankSelector`` / ``PARAFACRankSelector``) at their defaults,
-  which run referenced TI (``method="rti"``: every rank screened by one
-  short round, then the ranks in the running refined to ``tol``).
+  which run referenced TI (``method="rti"``: every rank bracketed, the ranks
+  still in the running screened by one short round, then refined to ``tol``).
+  A rank out by its bracket alone is marked with the bracket's ends and
+  whether they hold the SMC's value (within 3 SEs of the chains' and the
+  mode search's noise): the bracket's upper end comes from a short chain.
 
 It prints, per case and rank, each estimate with its stated standard error,
 the error against the SMC in nats and in combined stated standard errors
@@ -161,10 +164,16 @@ def fit_rti(case, X, ranks, args):
         sel = Selector(ranks=ranks, prior_rate=case.prior_rate, n_jobs=args.n_jobs,
                        random_state=args.seed).fit(X)
     elapsed = time.perf_counter() - t0
-    return {
-        rank: dict(value=float(v), se=float(s), time=elapsed / len(ranks), warned=bool(caught))
-        for rank, v, s in zip(ranks, sel.log_evidence_, sel.log_evidence_std_)
-    }
+    res = sel.cv_results_
+    out = {}
+    for i, rank in enumerate(ranks):
+        out[rank] = dict(value=float(res["mean_test_score"][i]), se=float(res["std_log_evidence"][i]),
+                         time=elapsed / len(ranks), warned=bool(caught))
+        if res["n_rounds"][i] == 0:  # bracketed only: its ends, and the chains' and mode search's noise
+            half = float(res["quadrature_error"][i])
+            noise = float(np.sqrt(res["mc_error"][i] ** 2 + res["lag_error"][i] ** 2 + res["mode_error"][i] ** 2))
+            out[rank]["bracket"] = (out[rank]["value"] - half, out[rank]["value"] + half, noise)
+    return out
 
 
 def chosen(results, ranks):
@@ -240,6 +249,13 @@ def main():
                 z = diff / np.hypot(r["se"], smc["se"])
                 r["error"], r["z"] = diff, z
                 line += f" {diff:>+9.1f} ({z:>+6.1f}){'!' if r['warned'] else ' '} {r['time']:>4.0f}s |"
+            if "bracket" in results.get("rti", {}).get(rank, {}):
+                # Out by its bracket alone: the SMC's value must lie between its ends, within 3 noise SEs.
+                lower, upper, noise = results["rti"][rank]["bracket"]
+                slack = 3.0 * np.hypot(noise, smc["se"])
+                inside = lower - slack <= smc["value"] <= upper + slack
+                results["rti"][rank]["bracket_holds"] = inside
+                line += f" bracket [{lower:.1f}, {upper:.1f}] {'holds' if inside else 'MISSES'} the SMC"
             print(line, flush=True)
             rti = results.get("rti", {}).get(rank)
             if args.referee and rti is not None and abs(rti["z"]) > 3.0:
@@ -273,6 +289,11 @@ def main():
         print(f"  {method:<5} within 3 SE: {np.mean(zs <= 3):6.1%} of {zs.size} (case, rank) pairs; "
               f"median |z| {np.median(zs):.1f}; chooses a rank the SMC cannot tell from its best in "
               f"{ok_picks} of {len(table)} cases")
+        holds = [v["bracket_holds"] for entry in table.values() for v in entry["results"][method].values()
+                 if "bracket_holds" in v]
+        if holds:
+            print(f"  {method:<5} ranks out by their bracket alone: {len(holds)}; the bracket holds the SMC's value "
+                  f"in {sum(holds)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1, default=float)

@@ -219,7 +219,7 @@ def test_evidence_is_scale_free_with_the_auto_prior():
     X = rng.exponential(rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 25)))
     for R in (1, 2, 3):
         results = []
-        for c in (1.0, 0.01, 1e-4):  # peaks 1, 0.1 and 0.01 in amplitude
+        for c in (1.0, 1e-4):  # peaks 1 and 0.01 in amplitude
             est = PoissonNMF(R, prior_rate="auto", likelihood="exponential", random_state=R).fit(c * X)
             results.append((est.log_evidence_ + X.size * math.log(c), est.log_evidence_std_))
             np.testing.assert_allclose(est.prior_rates_, auto_prior_rate(c * X, R), rtol=1e-12)

@@ -1,10 +1,12 @@
 """Decide, then refine: ``cp.select`` and the continued referenced TI it drives."""
 
 import numpy as np
+import pytest
 
+from poisson_nmf_exact import rank1_log_evidence
 from skevidence.cp.reference import as_data
 from skevidence.cp.rti import RankRun, run_pieces
-from skevidence.cp.select import decision, in_the_running, select_rank
+from skevidence.cp.select import decision, in_the_running, select_rank, standings
 
 SETTINGS = dict(n_temperatures=8, n_burnin=40, n_keep=80, n_leapfrog=8, n_starts=4, max_starts=16,
                 max_refinements=4, max_time=None)
@@ -38,6 +40,47 @@ def test_a_rank_far_below_is_never_refined():
     assert values.max() - values[0] > 40.0
     assert len(runs[0].rounds) == 1  # rank 1 lies over 40 nats below: the screen only
     assert max(len(r.rounds) for r in runs[1:]) > 1  # the contenders are refined
+
+
+def _bracketed(data, R, seed=0):
+    """A run of rank ``R`` through its reference and its bracket."""
+    run = RankRun(data, R, np.ones(2), **SETTINGS, random_state=seed)
+    run.finish(run_pieces(run.plan(None), 1))
+    run.finish(run_pieces(run.bracket(), 2))
+    return run
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_bracket_holds_the_closed_form(seed):
+    """Rank 1: the log-evidence lies between the reference's bound and the integrand at the posterior."""
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(2 * np.outer(rng.exponential(size=30), rng.exponential(size=20))).astype(float)
+    b = _bracketed(as_data(X), 1, seed).bracketed
+    exact = rank1_log_evidence(X, 1.0, 1.0)
+    noise = 3.0 * np.hypot(b["mc"], b["lag"])
+    assert b["lower"] - noise <= exact <= b["upper"] + noise, (b, exact)
+    assert abs(b["log_evidence"] - exact) <= 3.0 * b["error"]
+
+
+def test_a_rank_far_below_runs_its_bracket_alone():
+    """Rank 1 lies thousands of nats below rank 3: its bracket says so, and no ladder of it runs."""
+    rng = np.random.default_rng(0)
+    V = rng.exponential(size=(24, 3)) @ rng.exponential(size=(3, 18))
+    data = as_data(rng.poisson(20 * V).astype(float))
+    runs, errors = select_rank(data, [1, 3], lambda R: np.ones(2), tol=0.5, settings=SETTINGS, random_state=0)
+    assert not errors and runs[0].ladders is None and not runs[0].rounds and runs[1].rounds
+    assert list(decision([1, 3], *standings(runs, errors))[1]) == ["out", "chosen"]
+    result = runs[0].result(0.5, "poisson", warn=False)
+    b = runs[0].bracketed
+    assert result.log_evidence == b["log_evidence"] and result.std_error == b["error"]
+    np.testing.assert_array_equal(result.temperatures, [0.0, 1.0])
+    assert result.diagnostics["bracket"] == (b["lower"], b["upper"]) and not result.diagnostics["converged"]
+    # The bracket holds what a ladder of rank 1 estimates.
+    run = _bracketed(data, 1)
+    while not run.estimated:
+        run.finish(run_pieces(run.plan(None), 2))
+    noise = 3.0 * np.hypot(run.bracketed["mc"], run.bracketed["lag"]) + 3.0 * run.error
+    assert run.bracketed["lower"] - noise <= run.value <= run.bracketed["upper"] + noise
 
 
 def test_selection_does_not_depend_on_n_jobs_and_resumes(tmp_path):
@@ -90,4 +133,4 @@ def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
     runs, errors = select_rank(_data(seed=4), [1, 2, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS,
                                random_state=0)
     assert list(errors) == [2] and "broken fit" in errors[2]
-    assert runs[0].estimated and runs[1].estimated
+    assert np.isfinite(runs[0].standing).all() and runs[1].estimated

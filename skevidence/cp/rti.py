@@ -41,6 +41,15 @@ error bar the root sum of squares of
   beyond its relabellings, far apart in mass: a reference at a lesser mode
   gives a lesser evidence, which no statistic of the chains shows.
 
+**Bracket.** The integrand's mean rises with :math:`t` (its derivative is
+its variance), so :math:`\log p(X)` lies between :math:`E_q[U]`, the
+reference's bound, and :math:`E_p[U]`. Exact draws of :math:`q` and a short
+chain at :math:`t = 1` give both ends for a small part of a ladder's work
+(:meth:`RankRun.bracket`); the rank selection takes out a rank whose bracket
+lies far below the best's before any ladder runs. Its estimate is then the
+bracket's midpoint, and its error bar the bracket's half-width with the
+chain's Monte-Carlo error and lag and the mode search.
+
 **Work in parallel, and continued.** :class:`RankRun` plans one step at a
 time (the reference's starts, the ladders' first round, a lengthening of
 every chain, a finer ladder, more starts) as independent pieces of work:
@@ -123,6 +132,20 @@ def run_pieces(pieces, n_jobs):
             return list(pool.map(lambda piece: piece(), pieces))
 
 
+def _chains(run, temperatures, levels, chained, phi, steps, n_burnin, n_keep, seed, theta_sum):
+    """Run the chains of ``levels`` (:func:`~skevidence.cp.kernels.hmc.run_referenced_ladder`).
+
+    Returns ``(gradients spent, U of shape (levels, n_keep), acceptance rates)``."""
+    U = np.zeros((levels.size, n_keep))
+    accept = np.zeros(levels.size)
+    n_grad = run_referenced_ladder(
+        *run.data.pass_args(), run.data.constant, run.alpha, run.beta, run.rates, run.inv_mass, run.perms,
+        run.log_r_fact, temperatures, levels, chained, phi, steps, n_burnin, n_keep, run.n_leapfrog, seed, U,
+        accept, theta_sum, True,
+    )
+    return n_grad, U, accept
+
+
 class _Ladder:
     """One ladder's chains: their integrand samples, end states and step sizes, continued in place."""
 
@@ -135,16 +158,10 @@ class _Ladder:
     def _piece(self, levels, chained, n_burnin, n_keep):
         """A piece of work: the chains of ``levels`` (from their entries in ``phi``), with a seed of its own."""
         seed = int(self.rng.randint(0, 2**31 - 1))
-        run = self.run
 
         def piece():
-            U = np.zeros((levels.size, n_keep))
-            accept = np.zeros(levels.size)
-            n_grad = run_referenced_ladder(
-                *run.data.pass_args(), run.data.constant, run.alpha, run.beta, run.rates, run.inv_mass, run.perms,
-                run.log_r_fact, self.temperatures, levels, chained, self.phi, self.steps, n_burnin, n_keep,
-                run.n_leapfrog, seed, U, accept, self.theta_sum, True,
-            )
+            n_grad, U, accept = _chains(self.run, self.temperatures, levels, chained, self.phi, self.steps,
+                                        n_burnin, n_keep, seed, self.theta_sum)
             for i, level in enumerate(levels):
                 self.samples[level].append(U[i])
                 self.accept[level] = accept[i]
@@ -224,7 +241,7 @@ class RankRun:
         self.init = list(init)
         self.rng = check_random_state(random_state)
         self.fit = vb_fit if data.kappa == 0.0 else laplace_fit
-        self.fits, self.ladders, self.rounds = [], None, []
+        self.fits, self.ladders, self.rounds, self.bracketed = [], None, [], None
         self.n_refinements, self.stop_reason, self.time = 0, None, 0.0
         self._next = None
 
@@ -264,6 +281,41 @@ class RankRun:
         return mode_search_error(self.bounds)
 
     # -- the steps ----------------------------------------------------------------------------------
+
+    def bracket(self):
+        """The pieces that bracket the log-evidence from the reference (see the module): two of them, each
+        ``n_keep`` exact draws of ``q``, then a chain at :math:`t = 1` from the last of them (``n_burnin``
+        iterations that adapt its step, ``n_keep`` kept)."""
+        s = self.settings
+        ends = np.array([0.0, 1.0])
+        self.theta_sum = np.zeros_like(self.alpha)
+
+        def piece(seed):
+            phi = np.repeat(np.log(self.alpha / self.beta)[None], 2, axis=0)
+            n_grad, U, _ = _chains(self, ends, np.arange(2), True, phi, np.full(2, 0.1), s["n_burnin"],
+                                   s["n_keep"], seed, self.theta_sum)
+            return n_grad, U
+
+        self._next = "bracketed"
+        return [lambda seed=int(seed): piece(seed) for seed in self.rng.randint(0, 2**31 - 1, size=2)]
+
+    def _take_bracket(self, results):
+        """The bracket's ends, from the two pieces' ``U`` (rows: draws of ``q``, the chain at t = 1)."""
+        ends = []
+        for level in (0, 1):
+            series = [U[level] for _, U in results]
+            means = np.array([u.mean() for u in series])
+            se = [math.sqrt(batch_means_variance(u)[0]) if np.ptp(u) > 0 else 0.0 for u in series]
+            ends.append((means.mean(), max(0.5 * math.hypot(*se), 0.5 * abs(means[0] - means[1]))))
+        (lower, mc_lower), (upper, mc_upper) = ends
+        # The chain at t = 1 starts from a draw of q: a lagging chain still rises.
+        halves = np.mean([U[1][: U.shape[1] // 2].mean() for _, U in results])
+        self.bracketed = dict(lower=lower, upper=upper, log_evidence=0.5 * (lower + upper),
+                              mc=math.hypot(mc_lower, mc_upper), lag=abs(upper - halves),
+                              quad=0.5 * max(upper - lower, 0.0), mode=self.mode_error)
+        b = self.bracketed
+        b["error"] = math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + b["mode"] ** 2)
+        self.stop_reason = "its bracket alone ran"
 
     def plan(self, tol):
         """The pieces of the next step towards an error bar of ``tol`` (``None``: one round), or ``[]`` if none.
@@ -338,6 +390,10 @@ class RankRun:
             if first or self.bounds.max() > previous:
                 self._take_reference()  # a better mode: the ladders start again from it
             self._next = None
+        elif self._next == "bracketed":
+            self.n_grad = getattr(self, "n_grad", 0) + sum(n for n, _ in results)
+            self._take_bracket(results)
+            self._next = None
         else:
             self.n_grad = getattr(self, "n_grad", 0) + sum(results)
             if self._next == "estimate":
@@ -374,47 +430,70 @@ class RankRun:
             return self.value, self.error
         if self.rounds:
             return self.rounds[-1]["log_evidence"], self.rounds[-1]["error"]
+        if self.bracketed is not None:
+            return self.bracketed["log_evidence"], self.bracketed["error"]
         return math.nan, math.nan
 
     def summary(self):
         """One line: the estimate, its error bar and its pieces."""
+        if not self.rounds:
+            b = self.bracketed
+            return (f"rank {self.n_components}, bracketed between {b['lower']:.2f} (q) and {b['upper']:.2f} "
+                    f"(t = 1): {b['log_evidence']:.2f} ± {b['error']:.2f} (Monte Carlo {b['mc']:.2f}, lag "
+                    f"{b['lag']:.2f}, half-width {b['quad']:.2f}, mode search {b['mode']:.2f} from "
+                    f"{self.bounds.size} starts), {self.time:.1f} s")
         K, n = self.rounds[-1]["n_temperatures"], self.rounds[-1]["n_keep"]
         return (f"rank {self.n_components}, {K} temperatures, {n} draws each: {self.value:.2f} ± {self.error:.2f} "
                 f"(Monte Carlo {self.mc:.2f}, lag {self.lag:.2f}, quadrature {self.quad:.2f}, mode search "
                 f"{self.mode_error:.2f} from {self.bounds.size} starts), {self.time:.1f} s")
 
     def result(self, tol, likelihood, warn=True):
-        """The :class:`~skevidence.evidence.EvidenceResult` of the run; warns if ``tol`` was not reached."""
-        converged = tol is not None and self.error <= tol
+        """The :class:`~skevidence.evidence.EvidenceResult` of the run; warns if ``tol`` was not reached.
+
+        A run bracketed only (no ladder ran) reports the bracket's midpoint and error bar, its ends as the
+        integrand at t = 0 and 1, and the mean of its chain at t = 1 as the posterior mean.
+        """
+        value, error = self.standing
+        converged = tol is not None and error <= tol
         if warn and tol is not None and not converged:
             warnings.warn(
-                f"Referenced TI at rank {self.n_components} stopped at an error bar of {self.error:.3g} nats, "
-                f"above tol={tol:g}, because {self.stop_reason}; the estimate {self.value:.6g} may be off by more "
+                f"Referenced TI at rank {self.n_components} stopped at an error bar of {error:.3g} nats, "
+                f"above tol={tol:g}, because {self.stop_reason}; the estimate {value:.6g} may be off by more "
                 "than tol. " + ("A longer search for the reference (max_starts, max_time) may find a better mode."
                                 if "modes" in (self.stop_reason or "") else "Raise max_time or max_refinements (or "
                                                                             "tol)."),
                 ConvergenceWarning, stacklevel=3,
             )
-        data, ladders, n_kept = self.data, self.ladders, self.ladders[0].n_kept
-        offsets = data.offsets
-        posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (2.0 * n_kept)
-        K = ladders[0].temperatures.size - 1
+        data = self.data
         diagnostics = dict(
-            ladders=(self.parts[0][0], self.parts[1][0]), mc_error=self.mc, lag_error=self.lag,
-            quadrature_error=self.quad, mode_error=self.mode_error, reference_starts=int(self.bounds.size),
-            reference_mean=self.alpha / self.beta, elbo=float(self.U_mean[0]),
-            reference_bound=float(self.best_bound), reference_bounds=self.bounds,
-            acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
-            step_size=0.5 * (ladders[0].steps + ladders[1].steps), converged=bool(converged), tol=tol,
+            mode_error=self.mode_error, reference_starts=int(self.bounds.size), reference_mean=self.alpha / self.beta,
+            reference_bound=float(self.best_bound), reference_bounds=self.bounds, converged=bool(converged), tol=tol,
             stop_reason=self.stop_reason, likelihood=likelihood,
             likelihood_shape=data.kappa if data.kappa > 0.0 else None, noise_floor=data.floor,
             reference_fit="vb" if data.kappa == 0.0 else "laplace", rounds=tuple(self.rounds),
-            n_temperatures=K, n_keep=n_kept,
         )
+        if self.rounds:
+            ladders, n_kept = self.ladders, self.ladders[0].n_kept
+            posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (2.0 * n_kept)
+            temperatures, U_mean = ladders[0].temperatures, self.U_mean
+            diagnostics.update(
+                ladders=(self.parts[0][0], self.parts[1][0]), mc_error=self.mc, lag_error=self.lag,
+                quadrature_error=self.quad, acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
+                step_size=0.5 * (ladders[0].steps + ladders[1].steps), n_temperatures=temperatures.size - 1,
+                n_keep=n_kept,
+            )
+        else:
+            b = self.bracketed
+            posterior_mean = self.theta_sum / (2.0 * self.settings["n_keep"])
+            temperatures, U_mean = np.array([0.0, 1.0]), np.array([b["lower"], b["upper"]])
+            diagnostics.update(bracket=(b["lower"], b["upper"]), mc_error=b["mc"], lag_error=b["lag"],
+                               quadrature_error=b["quad"], n_temperatures=1, n_keep=self.settings["n_keep"])
+        diagnostics["elbo"] = float(U_mean[0])
         size = data.X.size if data.dense2 else data.vals.size
+        offsets = data.offsets
         return EvidenceResult(
-            log_evidence=self.value, std_error=self.error, method="rti", temperatures=ladders[0].temperatures,
-            expected_log_likelihood=self.U_mean, expected_log_likelihood_std=np.zeros_like(self.U_mean),
+            log_evidence=value, std_error=error, method="rti", temperatures=temperatures,
+            expected_log_likelihood=U_mean, expected_log_likelihood_std=np.zeros_like(U_mean),
             n_likelihood_evaluations=self.n_grad * size, wall_time=self.time, diagnostics=diagnostics,
             posterior_mean=[posterior_mean[offsets[m]:offsets[m + 1]] for m in range(len(data.shape))],
         )

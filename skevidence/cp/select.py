@@ -1,9 +1,12 @@
 r"""Choose a CP model's rank by referenced TI: decide first, refine only what is undecided.
 
-Every rank is screened by one round of :class:`~skevidence.cp.rti.RankRun`
-(its reference's starts, then its two ladders). A rank whose log-evidence is
-more than ``DECISION_Z`` combined error bars below the best is out and is
-never refined. The ranks still in the running (the contenders) then take one
+Every rank is screened: its reference's starts, then its bracket
+(:meth:`~skevidence.cp.rti.RankRun.bracket`: the log-evidence lies between
+the reference's bound and the integrand at the posterior), then, if it is
+still in the running, one round of its two ladders. A rank whose
+log-evidence is more than ``DECISION_Z`` combined error bars below the best
+is out and is never refined: a rank whose bracket lies that far below runs
+no ladder at all. The ranks still in the running (the contenders) then take one
 refinement step each per pass (longer chains, a finer ladder or more starts,
 continuing what they have), until the best leads every other by
 ``DECISION_Z`` combined bars, or every contender's bar is within ``tol``, or
@@ -83,7 +86,7 @@ def _run_pass(state, plans, n_jobs, report):
             run.finish(mine)
             # The threads' time, shared among the pieces by their count.
             run.time += elapsed * len(mine) / max(len(pieces), 1)
-            if run.estimated:
+            if run.estimated or run.bracketed is not None and not run.rounds and run.ladders is None:
                 report(run)
 
 
@@ -155,8 +158,13 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
             if i not in state.errors:
                 below = run.alpha / run.beta
         save()
-    while state.passes < 3:  # the ladders' first round, in two halves
-        _run_pass(state, {i: state.runs[i].plan(None) for i in by_rank if i not in state.errors}, n_jobs, report)
+    if state.passes == 1:
+        _run_pass(state, {i: state.runs[i].bracket() for i in by_rank if i not in state.errors}, n_jobs, report)
+        save()
+    while state.passes < 4:  # the ladders' first round, in two halves, for the ranks in the running
+        running = in_the_running(*standings(state.runs, state.errors))
+        _run_pass(state, {i: state.runs[i].plan(None) for i in by_rank if running[i] or
+                          state.runs[i].ladders is not None}, n_jobs, report)
         save()
     while tol is not None:
         running = np.flatnonzero(in_the_running(*standings(state.runs, state.errors)))
@@ -168,9 +176,9 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
             break
         _run_pass(state, plans, n_jobs, report)
         save()
-    # A rank left between a better mode and its new ladders' estimate finishes its round.
+    # A rank left between a better mode (or its bracket) and its ladders' estimate finishes its round.
     while plans := {i: pieces for i, r in enumerate(state.runs) if i not in state.errors and not r.estimated
-                    and (pieces := r.plan(None))}:
+                    and (r.rounds or r.ladders is not None) and (pieces := r.plan(None))}:
         _run_pass(state, plans, n_jobs, report)
         save()
     return state.runs, state.errors

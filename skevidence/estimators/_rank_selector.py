@@ -117,7 +117,7 @@ class RankSelectorMixin:
             rows.append(dict(
                 log_evidence=float(self.error_score) if failed else values[i],
                 std=bars[i], fit_time=run.time, score_time=0.0,
-                error=errors.get(i, ""), tol=base.tol if reached else np.inf,
+                error=errors.get(i, ""), tol=base.tol if reached else np.inf, n_rounds=len(run.rounds),
                 **{key: np.nan if failed else float(results[i].diagnostics[key]) for key in ERROR_PIECES},
             ))
         return rows, results
@@ -143,6 +143,8 @@ class RankSelectorMixin:
         params = [{self._model_class._rank_param: int(r)} for r in ranks]
         results = EvidenceGridSearch._format_evidence_results(params, rows)
         results["tol"] = np.array([np.nan if row["tol"] is None else row["tol"] for row in rows], dtype=float)
+        if self.method == "rti":  # ladder rounds a rank ran: 0 where its bracket alone took it out
+            results["n_rounds"] = np.array([row["n_rounds"] for row in rows])
         self.decided_, status, self.decision_ = decision(ranks, results["mean_test_score"], results["std_log_evidence"])
         results["status"] = status
         if self.tol is not None:
