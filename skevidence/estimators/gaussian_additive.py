@@ -5,6 +5,7 @@ from numbers import Integral, Real
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._init_params import store_init_params
 from ..models import GaussianAdditive
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
 
@@ -114,14 +115,7 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
         random_state=None,
         verbose=0,
     ):
-        self.n_components = n_components
-        self.prior_mean = prior_mean
-        self.prior_var = prior_var
-        self.noise_var = noise_var
-        self.method = method
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _make_model(self, X):
         return GaussianAdditive(self.n_components, self.prior_mean, self.prior_var, self.noise_var)

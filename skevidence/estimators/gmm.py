@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._config import GMM_SGAIS_DEFAULTS
+from .._init_params import store_init_params
 from ..models.gaussian_mixture import DiagonalGaussianMixture
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
 
@@ -220,15 +221,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         random_state=None,
         verbose=0,
     ):
-        self.n_components = n_components
-        self.method = method
-        self.weight_concentration = weight_concentration
-        self.mean_precision = mean_precision
-        self.var_shape = var_shape
-        self.var_scale = var_scale
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _make_model(self, X):
         priors = ("weight_concentration", "mean_precision", "var_shape", "var_scale")

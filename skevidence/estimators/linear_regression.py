@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._init_params import store_init_params
 from ..models import LinearGaussian
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
 
@@ -120,13 +121,7 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
         random_state=None,
         verbose=0,
     ):
-        self.noise_var = noise_var
-        self.fit_intercept = fit_intercept
-        self.method = method
-        self.prior_var = prior_var
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from .._init_params import store_init_params
 from ..models.softmax_regression import SoftmaxRegression
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
 
@@ -125,11 +126,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
         random_state=None,
         verbose=0,
     ):
-        self.prior_var = prior_var
-        self.method = method
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _make_model(self, X):
         return SoftmaxRegression(X.shape[1], len(self.classes_), self.prior_var)

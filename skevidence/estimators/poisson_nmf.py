@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._config import DEFAULT_TOL
+from .._init_params import store_init_params
 from ..cp.likelihood import LIKELIHOODS, likelihood_kappa
 from ..cp.model import auto_prior_rate
 from ._factorisation import CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
@@ -175,17 +176,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     def __init__(self, n_components=1, prior_rate=1.0, *, prior_rate_h=None, likelihood="poisson",
                  likelihood_shape=1.0, noise_floor=0.0, method="rti", method_params=None, tol=DEFAULT_TOL,
                  random_state=None, verbose=0):
-        self.n_components = n_components
-        self.prior_rate = prior_rate
-        self.prior_rate_h = prior_rate_h
-        self.likelihood = likelihood
-        self.likelihood_shape = likelihood_shape
-        self.noise_floor = noise_floor
-        self.method = method
-        self.method_params = method_params
-        self.tol = tol
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from .._config import DEFAULT_TOL
+from .._init_params import store_init_params
 from ..cp.model import check_prior_rates
 from ._factorisation import CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
 
@@ -101,13 +102,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
 
     def __init__(self, rank=1, prior_rate=1.0, *, method="rti", method_params=None, tol=DEFAULT_TOL,
                  random_state=None, verbose=0):
-        self.rank = rank
-        self.prior_rate = prior_rate
-        self.method = method
-        self.method_params = method_params
-        self.tol = tol
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -17,6 +17,8 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._init_params import store_init_params
+
 __all__ = ["SemiSupervisedNMF", "SeparationResult"]
 
 #: The intensity ``V = W H`` is floored at this fraction of ``max(X)`` before
@@ -303,13 +305,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     def __init__(self, n_components=32, n_noise_components=5, *, prior_rate=0.0004, max_iter=200, tol=1e-4,
                  speech_components=None, random_state=None):
-        self.n_components = n_components
-        self.n_noise_components = n_noise_components
-        self.prior_rate = prior_rate
-        self.max_iter = max_iter
-        self.tol = tol
-        self.speech_components = speech_components
-        self.random_state = random_state
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._plotting import _validate_style_kwargs
 from sklearn.utils.validation import check_is_fitted
 
+from .._init_params import store_init_params
 from ..estimators.search import EvidenceGridSearch
 from ..evidence._result import ERROR_PIECES
 
@@ -202,13 +203,7 @@ class EvidenceCurveDisplay:
         estimator_name=None,
         error_pieces=None,
     ):
-        self.ranks = ranks
-        self.log_evidence = log_evidence
-        self.log_evidence_std = log_evidence_std
-        self.best_rank = best_rank
-        self.param_name = param_name
-        self.estimator_name = estimator_name
-        self.error_pieces = error_pieces
+        store_init_params(self, locals())
 
     def _curve(self):
         """Validate the display's data; return it sorted by rank."""
