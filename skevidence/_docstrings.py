@@ -19,9 +19,25 @@ X : array-like of shape (n_samples, n_features)
     "X_inputs": """\
 X : array-like of shape (n_samples, n_features)
     Inputs.""",
-    "y_targets": """\
+    "evidence_of_data": """\
+Parameters
+----------
+X : array-like of shape (n_samples, n_features)
+    Data.
 y : array-like of shape (n_samples,), default=None
-    Targets, for supervised models.""",
+    Targets, for supervised models.
+
+Returns
+-------
+log_evidence : float""",
+    "y_ignored_fitted": """\
+y : None
+    Ignored.
+
+Returns
+-------
+self : object
+    Fitted estimator.""",
     "X_mixture": """\
 X : array-like of shape (n_frames, n_freq)
     Non-negative magnitude spectrogram of the noisy mixture.""",

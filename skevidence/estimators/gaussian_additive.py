@@ -5,6 +5,7 @@ from numbers import Integral, Real
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..models import GaussianAdditive
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
@@ -12,6 +13,7 @@ from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, Ex
 __all__ = ["GaussianAdditiveModel"]
 
 
+@fill_doc
 class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEstimator):
     r"""Evidence of the Gaussian additive model (Şimşekli et al. 2016, section 4.1.1).
 
@@ -56,25 +58,14 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
     method_params : dict, default=None
         Keyword arguments of the function ``method`` runs (``"exact"`` takes
         none); ``None`` keeps its defaults. See :meth:`fit`.
-    random_state : int, RandomState instance or None, default=None
-        Seed; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        ``1``: a progress bar; ``2``: a line per temperature or chunk.
+    %(seed_progress)s
 
     Attributes
     ----------
-    log_evidence_, log_evidence_std_ : float
-        Estimated log-evidence of all the data fitted so far, and its standard error.
-    result_ : EvidenceResult
-        The full record of the estimate (see :meth:`fit`).
-    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
-        ``method="sgais"`` only: the log-evidence after every chunk, and the rows seen.
+    %(evidence_attributes)s
     posterior_mean_ : ndarray of shape (n_components,)
         Exact posterior mean of :math:`\theta`.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------

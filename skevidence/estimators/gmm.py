@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._config import GMM_SGAIS_DEFAULTS
+from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..models.gaussian_mixture import DiagonalGaussianMixture
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
@@ -73,6 +74,7 @@ def relabel_particles(model, particles, weights):
     return model.join(eta[take], mu[take], s[take])
 
 
+@fill_doc
 class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
     r"""Gaussian mixture with diagonal covariances, scored by its evidence (Cameron et al. 2019b, section 4.3).
 
@@ -122,28 +124,17 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         defaults, except that for ``"sgais"`` this estimator's are
         ``n_particles`` 30, ``target_ess`` 24 and ``learning_rate`` 1.0
         (see Notes). See :meth:`fit`.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the evidence estimate; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        Progress: ``1`` a bar, ``2`` a line per chunk or temperature.
+    %(seed_progress)s
 
     Attributes
     ----------
-    log_evidence_, log_evidence_std_ : float
-        The log-evidence of all the data fitted so far and its Monte-Carlo standard error.
-    result_ : EvidenceResult
-        The record of the estimate (see :meth:`fit`).
-    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
-        ``method="sgais"`` only: the log-evidence after every chunk; the rows seen.
+    %(evidence_attributes)s
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles in the model's unconstrained layout
         ``(eta, mu, log sigma^2)`` (see
         :class:`~skevidence.models.DiagonalGaussianMixture`), relabelled so
-        that a component has the same index in every particle: SGAIS's
-        final particles, or AIS's when its result carries them
-        (``result_.diagnostics["particles"]``). A method that reports only a
-        posterior mean (STI: the mean of the chain at :math:`t = 1`) gives a
-        single row, that mean.
+        that a component has the same index in every particle.
+        %(particles_source)s
     particle_weights_ : ndarray of shape (n_particles,)
         Their normalised importance weights.
     weights_ : ndarray of shape (n_components,)
@@ -152,10 +143,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         Posterior mean of the component means.
     covariances_ : ndarray of shape (n_components, n_features)
         Posterior mean of the component variances (diagonal covariances).
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -245,8 +233,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
+        %(X_data)s
 
         Returns
         -------
@@ -261,8 +248,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
+        %(X_data)s
 
         Returns
         -------
@@ -279,8 +265,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
+        %(X_data)s
 
         Returns
         -------

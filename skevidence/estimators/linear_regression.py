@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..models import LinearGaussian
 from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
@@ -14,6 +15,7 @@ from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, Ex
 __all__ = ["BayesianLinearRegression"]
 
 
+@fill_doc
 class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, RegressorMixin, BaseEstimator):
     r"""Linear regression scored by its evidence (Cameron et al. 2019b, section 4.1).
 
@@ -51,29 +53,18 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
         Keyword arguments of the function ``method`` runs, e.g.
         ``{"temperatures": 10}`` for ``"rti"``; ``None`` keeps its defaults.
         See :meth:`fit`.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the evidence estimate; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        Progress: ``1`` a bar, ``2`` a line per temperature or chunk.
+    %(seed_progress)s
 
     Attributes
     ----------
-    log_evidence_, log_evidence_std_ : float
-        The log-evidence of all the data fitted so far and its standard error.
-    result_ : EvidenceResult
-        The record of the estimate (see :meth:`fit`).
-    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
-        With ``method="sgais"``: the log-evidence after each chunk; the rows seen.
+    %(evidence_attributes)s
     coef_ : ndarray of shape (n_features,)
         Posterior mean of ``w``.
     intercept_ : float
         Posterior mean of ``b`` (0 without an intercept).
     posterior_cov_ : ndarray of shape (n_params, n_params)
         Posterior covariance of ``(w, b)``.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -144,8 +135,7 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        %(X_inputs)s
 
         Returns
         -------

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._config import DEFAULT_TOL
+from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..cp.likelihood import LIKELIHOODS, likelihood_kappa
 from ..cp.model import auto_prior_rate
@@ -45,6 +46,7 @@ def _map_activations(X, H, lam_w, kappa):
     return W
 
 
+@fill_doc
 class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Bayesian NMF with exponential priors, scored by its evidence.
 
@@ -135,10 +137,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         Posterior mean of ``H`` (Chib's method: its point).
     prior_rates_ : tuple of float
         The prior rates :math:`(\lambda_w, \lambda_h)` used (``"auto"`` resolved).
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -223,13 +222,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Non-negative data (counts for Poisson; powers for the exponential
             and Gamma likelihoods). Duplicate entries of a sparse matrix are summed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(y_ignored_fitted)s
         """
         return self._fit(X)
 

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from .._config import DEFAULT_TOL
+from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..cp.model import check_prior_rates
 from ._factorisation import CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
@@ -16,6 +17,7 @@ from ._factorisation import CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
 __all__ = ["PoissonPARAFAC"]
 
 
+@fill_doc
 class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
     r"""Poisson PARAFAC with exponential priors, scored by its evidence.
 
@@ -145,12 +147,6 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         X : {array-like, scipy.sparse.coo_array} of shape (I, J, K) or (I, J)
             Non-negative counts. A 2-D input is taken as ``(I, J, 1)``;
             duplicate coordinates of a sparse tensor are summed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(y_ignored_fitted)s
         """
         return self._fit(X)

@@ -17,6 +17,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._docstrings import fill_doc
 from .._init_params import store_init_params
 
 __all__ = ["SemiSupervisedNMF", "SeparationResult"]
@@ -145,6 +146,7 @@ class SeparationResult:
         return speech / np.maximum(speech + noise, _TINY)
 
 
+@fill_doc
 class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Speech enhancement by semi-supervised Poisson NMF (speech dictionary fixed, noise learned).
 
@@ -339,13 +341,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         X : array-like of shape (n_frames, n_freq)
             Non-negative magnitude spectrogram of clean speech, frames as
             rows (several sentences may be stacked).
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(y_ignored_fitted)s
         """
         X = self._validate_input(X, reset=True)
         if self.speech_components is not None:
@@ -384,8 +380,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------
@@ -420,8 +415,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------
@@ -438,8 +432,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------
@@ -455,8 +448,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------
