@@ -62,6 +62,16 @@ SGAIS's final particles, or AIS's when its result carries them
 (``result_.diagnostics["particles"]``). A method that reports only a
 posterior mean (STI: the mean of the chain at :math:`t = 1`) gives a
 single row, that mean.""",
+    "display_drawn": """\
+ax : matplotlib Axes, default=None
+    Axes to draw on; ``None`` creates a figure and axes.
+n_std, xscale, errorbar_kw, best_marker_kw
+    As in :meth:`plot`.
+
+Returns
+-------
+display : EvidenceCurveDisplay
+    The drawn display.""",
     "features_in": """\
 n_features_in_ : int
     Number of features seen during ``fit``.
