@@ -31,13 +31,6 @@ METHOD_FUNCTIONS = {
 #: may change between partial_fit calls without breaking the stream.
 RESERVED = ("random_state", "verbose")
 
-#: Constraints of the parameters every continuous estimator has besides its model's and ``method``.
-CONTINUOUS_PARAMETER_CONSTRAINTS = {
-    "method_params": [dict, None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
-}
-
 
 def _method_is_sgais(estimator):
     if estimator.method != "sgais":

@@ -8,7 +8,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..models import GaussianAdditive
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._base import ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["GaussianAdditiveModel"]
 
@@ -91,7 +92,7 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "noise_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"rti", "sti", "exact", "sgais", "ais"})],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(

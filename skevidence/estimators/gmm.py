@@ -12,7 +12,8 @@ from .._config import GMM_SGAIS_DEFAULTS
 from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..models.gaussian_mixture import DiagonalGaussianMixture
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
+from ._base import ContinuousEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["BayesianGMM", "relabel_particles"]
 
@@ -191,7 +192,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         "mean_precision": [Interval(Real, 0, None, closed="neither")],
         "var_shape": [Interval(Real, 0, None, closed="neither")],
         "var_scale": [Interval(Real, 0, None, closed="neither")],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     _method_defaults = {"sgais": GMM_SGAIS_DEFAULTS}

@@ -10,7 +10,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..models import LinearGaussian
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._base import ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["BayesianLinearRegression"]
 
@@ -98,7 +99,7 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
         "fit_intercept": ["boolean"],
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"rti", "sti", "exact", "sgais", "ais"})],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(

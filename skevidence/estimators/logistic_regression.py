@@ -11,7 +11,8 @@ from sklearn.utils.validation import validate_data
 from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..models.softmax_regression import SoftmaxRegression
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
+from ._base import ContinuousEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["BayesianLogisticRegression"]
 
@@ -102,7 +103,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
     _parameter_constraints = {
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"sgais", "ais", "sti"})],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
