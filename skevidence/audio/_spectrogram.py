@@ -10,6 +10,8 @@ from scipy.signal import ShortTimeFFT, get_window
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._init_params import store_init_params
+
 __all__ = ["SpectrogramTransformer", "quantization_step"]
 
 #: Full scale of 16-bit PCM: a waveform in [-1, 1) times this is in int16 sample units.
@@ -45,13 +47,6 @@ def quantization_step(x):
         # (A lattice finer than the float format's rounding is no lattice.)
         atol = 1e-6 + 4.0 * eps * units.max()
         if atol <= 0.05 and np.allclose(units, np.round(units), rtol=0.0, atol=atol):
-            return step
-    return 0.0
-    for k in range(1, 257):
-        step = float(gaps.min()) / k
-        units = values / step
-        atol = 1e-6 + 4.0 * eps * units.max()
-        if units.max() < 2**32 and atol < 0.01 and np.allclose(units, np.round(units), rtol=0.0, atol=atol):
             return step
     return 0.0
 
@@ -218,12 +213,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
     }
 
     def __init__(self, n_fft=512, hop_length=None, window="hamming", scale="int16", power=1.0, sample_rate=None):
-        self.n_fft = n_fft
-        self.hop_length = hop_length
-        self.window = window
-        self.scale = scale
-        self.power = power
-        self.sample_rate = sample_rate
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

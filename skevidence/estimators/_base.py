@@ -11,6 +11,7 @@ from sklearn.utils import gen_batches
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y, validate_data
 
+from .._docstrings import fill_doc
 from ..evidence import ais_log_evidence, exact_log_evidence, sgais_log_evidence, sti_log_evidence
 from ..evidence.sgais import sgais_advance, sgais_init
 from ..evidence.sti import prepare_finite_data
@@ -30,13 +31,6 @@ METHOD_FUNCTIONS = {
 #: may change between partial_fit calls without breaking the stream.
 RESERVED = ("random_state", "verbose")
 
-#: Constraints of the parameters every continuous estimator has besides its model's and ``method``.
-CONTINUOUS_PARAMETER_CONSTRAINTS = {
-    "method_params": [dict, None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
-}
-
 
 def _method_is_sgais(estimator):
     if estimator.method != "sgais":
@@ -47,6 +41,7 @@ def _method_is_sgais(estimator):
     return True
 
 
+@fill_doc
 class ContinuousEvidenceMixin:
     r"""Fit = estimate the evidence of the data; ``score`` = log-evidence; ``partial_fit`` by SGAIS.
 
@@ -255,20 +250,9 @@ class ContinuousEvidenceMixin:
     def score(self, X, y=None):
         """Log-evidence :math:`\\log p(X)` of the given data under the model.
 
-        For the data the estimator was fitted on this is the cached
-        ``log_evidence_``; for other data the evidence is estimated anew with
-        the same settings and ``random_state``.
+        %(score_cached)s
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
-        y : array-like of shape (n_samples,), default=None
-            Targets, for supervised models.
-
-        Returns
-        -------
-        log_evidence : float
+        %(evidence_of_data)s
         """
         check_is_fitted(self)
         X, y = self._fit_targets(*self._validate_fit_data(X, y, reset=False), None, first=False)
@@ -296,6 +280,7 @@ class ContinuousEvidenceMixin:
         return np.concatenate([predict(model, X[rows]) for rows in gen_batches(X.shape[0], block_rows)])
 
 
+@fill_doc
 class ExactEvidenceMixin:
     """``exact_log_evidence`` for estimators whose model has a closed form."""
 
@@ -304,16 +289,7 @@ class ExactEvidenceMixin:
 
         Needs no fit; it is what ``method="exact"`` computes.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
-        y : array-like of shape (n_samples,), default=None
-            Targets, for supervised models.
-
-        Returns
-        -------
-        log_evidence : float
+        %(evidence_of_data)s
         """
         X, y = self._validate_fit_data(X, y, reset=None)
         return exact_log_evidence(self._make_model(X), X, y).log_evidence

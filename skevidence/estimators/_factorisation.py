@@ -13,8 +13,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import DEFAULT_TOL
+from .._docstrings import fill_doc
 from ..cp import chib_log_evidence, referenced_ti_log_evidence, smc_log_evidence, sti_log_evidence
-from ._methods import method_kwargs
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS, method_kwargs
 
 __all__ = ["CP_METHODS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin", "DEFAULT_TOL"]
 
@@ -35,13 +36,12 @@ _RESERVED = ("likelihood", "likelihood_shape", "noise_floor", "tol", "random_sta
 #: Constraints of the parameters every CP-model estimator has.
 CP_PARAMETER_CONSTRAINTS = {
     "method": [StrOptions(set(CP_METHODS))],
-    "method_params": [dict, None],
     "tol": [Interval(Real, 0, None, closed="neither"), None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
+    **EVIDENCE_PARAMETER_CONSTRAINTS,
 }
 
 
+@fill_doc
 class CPEstimatorMixin:
     """Fit = the evidence of a CP model of ``X`` and the posterior means of its factors.
 
@@ -98,9 +98,7 @@ class CPEstimatorMixin:
     def score(self, X, y=None):
         """Log-evidence :math:`\\log p(X)` under the model.
 
-        For the data the estimator was fitted on this is the cached
-        ``log_evidence_``; for other data the evidence is estimated anew with
-        the same settings and ``random_state``.
+        %(score_cached)s
 
         Parameters
         ----------

@@ -12,6 +12,13 @@ validated by the function, like any call of it.
 
 import inspect
 
+#: Constraints of the parameters every evidence-scored estimator has besides its model's, ``method`` and ``tol``.
+EVIDENCE_PARAMETER_CONSTRAINTS = {
+    "method_params": [dict, None],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
 
 def method_settings(function, reserved=(), extra=()):
     """The names ``method_params`` may hold for ``function``: its keyword-only arguments but ``reserved``."""

@@ -135,8 +135,22 @@ class RankSelectorMixin:
                 for j in range(len(ranks))]
         return rows, {search.best_index_: search.best_estimator_}
 
-    def _search_ranks(self, X):
-        """Choose the rank of ``X``; set the fitted attributes."""
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Choose the rank of ``X`` by the evidence; keep the model of that rank.
+
+        Parameters
+        ----------
+        X : array-like or sparse
+            Non-negative data, as the model's ``fit`` takes it.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            Fitted selector.
+        """
         X = self._model_class._validate_input(self, X, reset=True)
         ranks = self._check_ranks()
         rows, fitted = self._select_rti(X, ranks) if self.method == "rti" else self._select_grid(X, ranks)
@@ -165,24 +179,6 @@ class RankSelectorMixin:
         name = self._model_class._fitted_factors
         setattr(self, name, getattr(self.best_estimator_, name))
         return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Choose the rank of ``X`` by the evidence; keep the model of that rank.
-
-        Parameters
-        ----------
-        X : array-like or sparse
-            Non-negative data, as the model's ``fit`` takes it.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted selector.
-        """
-        return self._search_ranks(X)
 
     def score(self, X, y=None):
         """Log-evidence of ``X`` under the best model: its ``score`` (cached for the fitted data)."""

@@ -5,12 +5,16 @@ from numbers import Integral, Real
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
 from ..models import GaussianAdditive
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._base import ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["GaussianAdditiveModel"]
 
 
+@fill_doc
 class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEstimator):
     r"""Evidence of the Gaussian additive model (Şimşekli et al. 2016, section 4.1.1).
 
@@ -55,25 +59,14 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
     method_params : dict, default=None
         Keyword arguments of the function ``method`` runs (``"exact"`` takes
         none); ``None`` keeps its defaults. See :meth:`fit`.
-    random_state : int, RandomState instance or None, default=None
-        Seed; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        ``1``: a progress bar; ``2``: a line per temperature or chunk.
+    %(seed_progress)s
 
     Attributes
     ----------
-    log_evidence_, log_evidence_std_ : float
-        Estimated log-evidence of all the data fitted so far, and its standard error.
-    result_ : EvidenceResult
-        The full record of the estimate (see :meth:`fit`).
-    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
-        ``method="sgais"`` only: the log-evidence after every chunk, and the rows seen.
+    %(evidence_attributes)s
     posterior_mean_ : ndarray of shape (n_components,)
         Exact posterior mean of :math:`\theta`.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -99,7 +92,7 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "noise_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"rti", "sti", "exact", "sgais", "ais"})],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -114,14 +107,7 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
         random_state=None,
         verbose=0,
     ):
-        self.n_components = n_components
-        self.prior_mean = prior_mean
-        self.prior_var = prior_var
-        self.noise_var = noise_var
-        self.method = method
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _make_model(self, X):
         return GaussianAdditive(self.n_components, self.prior_mean, self.prior_var, self.noise_var)

@@ -9,8 +9,11 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._config import GMM_SGAIS_DEFAULTS
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
 from ..models.gaussian_mixture import DiagonalGaussianMixture
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
+from ._base import ContinuousEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["BayesianGMM", "relabel_particles"]
 
@@ -72,6 +75,7 @@ def relabel_particles(model, particles, weights):
     return model.join(eta[take], mu[take], s[take])
 
 
+@fill_doc
 class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
     r"""Gaussian mixture with diagonal covariances, scored by its evidence (Cameron et al. 2019b, section 4.3).
 
@@ -121,28 +125,17 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         defaults, except that for ``"sgais"`` this estimator's are
         ``n_particles`` 30, ``target_ess`` 24 and ``learning_rate`` 1.0
         (see Notes). See :meth:`fit`.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the evidence estimate; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        Progress: ``1`` a bar, ``2`` a line per chunk or temperature.
+    %(seed_progress)s
 
     Attributes
     ----------
-    log_evidence_, log_evidence_std_ : float
-        The log-evidence of all the data fitted so far and its Monte-Carlo standard error.
-    result_ : EvidenceResult
-        The record of the estimate (see :meth:`fit`).
-    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
-        ``method="sgais"`` only: the log-evidence after every chunk; the rows seen.
+    %(evidence_attributes)s
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles in the model's unconstrained layout
         ``(eta, mu, log sigma^2)`` (see
         :class:`~skevidence.models.DiagonalGaussianMixture`), relabelled so
-        that a component has the same index in every particle: SGAIS's
-        final particles, or AIS's when its result carries them
-        (``result_.diagnostics["particles"]``). A method that reports only a
-        posterior mean (STI: the mean of the chain at :math:`t = 1`) gives a
-        single row, that mean.
+        that a component has the same index in every particle.
+        %(particles_source)s
     particle_weights_ : ndarray of shape (n_particles,)
         Their normalised importance weights.
     weights_ : ndarray of shape (n_components,)
@@ -151,10 +144,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         Posterior mean of the component means.
     covariances_ : ndarray of shape (n_components, n_features)
         Posterior mean of the component variances (diagonal covariances).
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -202,7 +192,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         "mean_precision": [Interval(Real, 0, None, closed="neither")],
         "var_shape": [Interval(Real, 0, None, closed="neither")],
         "var_scale": [Interval(Real, 0, None, closed="neither")],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     _method_defaults = {"sgais": GMM_SGAIS_DEFAULTS}
@@ -220,15 +210,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
         random_state=None,
         verbose=0,
     ):
-        self.n_components = n_components
-        self.method = method
-        self.weight_concentration = weight_concentration
-        self.mean_precision = mean_precision
-        self.var_shape = var_shape
-        self.var_scale = var_scale
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _make_model(self, X):
         priors = ("weight_concentration", "mean_precision", "var_shape", "var_scale")
@@ -252,8 +234,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
+        %(X_data)s
 
         Returns
         -------
@@ -268,8 +249,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
+        %(X_data)s
 
         Returns
         -------
@@ -286,8 +266,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Data.
+        %(X_data)s
 
         Returns
         -------

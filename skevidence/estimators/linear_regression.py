@@ -7,12 +7,16 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
 from ..models import LinearGaussian
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._base import ContinuousEvidenceMixin, ExactEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["BayesianLinearRegression"]
 
 
+@fill_doc
 class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, RegressorMixin, BaseEstimator):
     r"""Linear regression scored by its evidence (Cameron et al. 2019b, section 4.1).
 
@@ -50,29 +54,18 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
         Keyword arguments of the function ``method`` runs, e.g.
         ``{"temperatures": 10}`` for ``"rti"``; ``None`` keeps its defaults.
         See :meth:`fit`.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the evidence estimate; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        Progress: ``1`` a bar, ``2`` a line per temperature or chunk.
+    %(seed_progress)s
 
     Attributes
     ----------
-    log_evidence_, log_evidence_std_ : float
-        The log-evidence of all the data fitted so far and its standard error.
-    result_ : EvidenceResult
-        The record of the estimate (see :meth:`fit`).
-    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
-        With ``method="sgais"``: the log-evidence after each chunk; the rows seen.
+    %(evidence_attributes)s
     coef_ : ndarray of shape (n_features,)
         Posterior mean of ``w``.
     intercept_ : float
         Posterior mean of ``b`` (0 without an intercept).
     posterior_cov_ : ndarray of shape (n_params, n_params)
         Posterior covariance of ``(w, b)``.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -106,7 +99,7 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
         "fit_intercept": ["boolean"],
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"rti", "sti", "exact", "sgais", "ais"})],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -120,13 +113,7 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
         random_state=None,
         verbose=0,
     ):
-        self.noise_var = noise_var
-        self.fit_intercept = fit_intercept
-        self.method = method
-        self.prior_var = prior_var
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -149,8 +136,7 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        %(X_inputs)s
 
         Returns
         -------

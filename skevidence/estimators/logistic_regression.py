@@ -8,8 +8,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
 from ..models.softmax_regression import SoftmaxRegression
-from ._base import CONTINUOUS_PARAMETER_CONSTRAINTS, ContinuousEvidenceMixin
+from ._base import ContinuousEvidenceMixin
+from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS
 
 __all__ = ["BayesianLogisticRegression"]
 
@@ -18,6 +21,7 @@ __all__ = ["BayesianLogisticRegression"]
 _PREDICT_ROWS = 8192
 
 
+@fill_doc
 class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseEstimator):
     r"""Softmax (multinomial logistic) regression scored by its evidence (Cameron et al. 2019b, section 4.2).
 
@@ -54,40 +58,26 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
     method_params : dict, default=None
         Keyword arguments of the function ``method`` runs (``n_particles``,
         ``learning_rate``... for SGAIS); ``None`` keeps its defaults. See :meth:`fit`.
-    random_state : int, RandomState instance or None, default=None
-        Seed; an int makes ``fit`` reproducible.
-    verbose : int, default=0
-        ``1``: a progress bar; ``2``: a line per chunk or temperature.
+    %(seed_progress)s
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels; column ``k`` of :meth:`predict_proba` is ``classes_[k]``.
-    log_evidence_, log_evidence_std_ : float
-        Estimated log-evidence of all the data fitted so far; its Monte-Carlo standard error.
-    result_ : EvidenceResult
-        The full record of the estimate (see :meth:`fit`).
-    log_evidence_path_, n_samples_seen_ : ndarray of shape (n_chunks,), int
-        With SGAIS only: the log-evidence after each chunk, and the number of rows seen.
+    %(evidence_attributes)s
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles ``(W.ravel(), b)``, ``W`` of shape
         ``(n_features, n_classes)`` (see
-        :class:`~skevidence.models.SoftmaxRegression`): SGAIS's final
-        particles, or AIS's when its result carries them
-        (``result_.diagnostics["particles"]``). A method that reports only a
-        posterior mean (STI: the mean of the chain at :math:`t = 1`) gives a
-        single row, that mean, and :meth:`predict_proba` is then a plug-in
-        estimate.
+        :class:`~skevidence.models.SoftmaxRegression`).
+        %(particles_source)s
+        With a single row, :meth:`predict_proba` is a plug-in estimate.
     particle_weights_ : ndarray of shape (n_particles,)
         Their normalised importance weights.
     coef_ : ndarray of shape (n_classes, n_features)
         Posterior mean of the weights (transposed, in scikit-learn's layout).
     intercept_ : ndarray of shape (n_classes,)
         Posterior mean of the biases.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -113,7 +103,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
     _parameter_constraints = {
         "prior_var": [Interval(Real, 0, None, closed="neither")],
         "method": [StrOptions({"sgais", "ais", "sti"})],
-        **CONTINUOUS_PARAMETER_CONSTRAINTS,
+        **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -125,11 +115,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
         random_state=None,
         verbose=0,
     ):
-        self.prior_var = prior_var
-        self.method = method
-        self.method_params = method_params
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _make_model(self, X):
         return SoftmaxRegression(X.shape[1], len(self.classes_), self.prior_var)
@@ -186,8 +172,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        %(X_inputs)s
 
         Returns
         -------
@@ -203,8 +188,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        %(X_inputs)s
 
         Returns
         -------
@@ -218,8 +202,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        %(X_inputs)s
 
         Returns
         -------

@@ -5,6 +5,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import DEFAULT_TOL
+from .._init_params import store_init_params
 from ._rank_selector import RankSelectorMixin, selector_constraints
 from .poisson_nmf import PoissonNMF
 
@@ -106,20 +107,7 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     def __init__(self, ranks=(1, 2, 4, 8, 16), prior_rate=1.0, *, prior_rate_h=None, likelihood="poisson",
                  likelihood_shape=1.0, noise_floor=0.0, method="rti", method_params=None, tol=DEFAULT_TOL,
                  n_jobs=None, random_state=None, verbose=0, error_score=np.nan, memory=None):
-        self.ranks = ranks
-        self.prior_rate = prior_rate
-        self.prior_rate_h = prior_rate_h
-        self.likelihood = likelihood
-        self.likelihood_shape = likelihood_shape
-        self.noise_floor = noise_floor
-        self.method = method
-        self.method_params = method_params
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.error_score = error_score
-        self.memory = memory
+        store_init_params(self, locals())
 
     def transform(self, X):
         """Activations of ``X`` under the best model (see :meth:`PoissonNMF.transform`).

@@ -4,6 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._config import DEFAULT_TOL
+from .._init_params import store_init_params
 from ._rank_selector import RankSelectorMixin, selector_constraints
 from .poisson_parafac import PoissonPARAFAC
 
@@ -78,13 +79,4 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
 
     def __init__(self, ranks=tuple(range(1, 12)), prior_rate=1.0, *, method="rti", method_params=None,
                  tol=DEFAULT_TOL, n_jobs=None, random_state=None, verbose=0, error_score=np.nan, memory=None):
-        self.ranks = ranks
-        self.prior_rate = prior_rate
-        self.method = method
-        self.method_params = method_params
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.error_score = error_score
-        self.memory = memory
+        store_init_params(self, locals())

@@ -9,6 +9,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._config import DEFAULT_TOL
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
 from ..cp.likelihood import LIKELIHOODS, likelihood_kappa
 from ..cp.model import auto_prior_rate
 from ._factorisation import CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
@@ -44,6 +46,7 @@ def _map_activations(X, H, lam_w, kappa):
     return W
 
 
+@fill_doc
 class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Bayesian NMF with exponential priors, scored by its evidence.
 
@@ -134,10 +137,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         Posterior mean of ``H`` (Chib's method: its point).
     prior_rates_ : tuple of float
         The prior rates :math:`(\lambda_w, \lambda_h)` used (``"auto"`` resolved).
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    %(features_in)s
 
     See Also
     --------
@@ -175,17 +175,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     def __init__(self, n_components=1, prior_rate=1.0, *, prior_rate_h=None, likelihood="poisson",
                  likelihood_shape=1.0, noise_floor=0.0, method="rti", method_params=None, tol=DEFAULT_TOL,
                  random_state=None, verbose=0):
-        self.n_components = n_components
-        self.prior_rate = prior_rate
-        self.prior_rate_h = prior_rate_h
-        self.likelihood = likelihood
-        self.likelihood_shape = likelihood_shape
-        self.noise_floor = noise_floor
-        self.method = method
-        self.method_params = method_params
-        self.tol = tol
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -232,13 +222,7 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Non-negative data (counts for Poisson; powers for the exponential
             and Gamma likelihoods). Duplicate entries of a sparse matrix are summed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(y_ignored_fitted)s
         """
         return self._fit(X)
 

@@ -9,12 +9,15 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from .._config import DEFAULT_TOL
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
 from ..cp.model import check_prior_rates
 from ._factorisation import CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
 
 __all__ = ["PoissonPARAFAC"]
 
 
+@fill_doc
 class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
     r"""Poisson PARAFAC with exponential priors, scored by its evidence.
 
@@ -101,13 +104,7 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
 
     def __init__(self, rank=1, prior_rate=1.0, *, method="rti", method_params=None, tol=DEFAULT_TOL,
                  random_state=None, verbose=0):
-        self.rank = rank
-        self.prior_rate = prior_rate
-        self.method = method
-        self.method_params = method_params
-        self.tol = tol
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -150,12 +147,6 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         X : {array-like, scipy.sparse.coo_array} of shape (I, J, K) or (I, J)
             Non-negative counts. A 2-D input is taken as ``(I, J, 1)``;
             duplicate coordinates of a sparse tensor are summed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(y_ignored_fitted)s
         """
         return self._fit(X)

@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_memory, indexable
 
+from .._init_params import store_init_params
 from .._progress import progress
 from .._random import seed_sequence
 from .._threads import dask_threads_per_task, numba_threads, task_threads, threads_per_task
@@ -254,14 +255,7 @@ class EvidenceGridSearch(BaseSearchCV):
 
     def __init__(self, estimator, param_grid, *, n_jobs=None, refit=True, error_score=np.nan, verbose=0,
                  pre_dispatch="2*n_jobs", memory=None):
-        self.estimator = estimator
-        self.param_grid = param_grid
-        self.n_jobs = n_jobs
-        self.refit = refit
-        self.error_score = error_score
-        self.verbose = verbose
-        self.pre_dispatch = pre_dispatch
-        self.memory = memory
+        store_init_params(self, locals())
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
         """Evaluate every candidate of ``param_grid``."""

@@ -17,6 +17,9 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
+
 __all__ = ["SemiSupervisedNMF", "SeparationResult"]
 
 #: The intensity ``V = W H`` is floored at this fraction of ``max(X)`` before
@@ -143,6 +146,7 @@ class SeparationResult:
         return speech / np.maximum(speech + noise, _TINY)
 
 
+@fill_doc
 class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Speech enhancement by semi-supervised Poisson NMF (speech dictionary fixed, noise learned).
 
@@ -303,13 +307,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     def __init__(self, n_components=32, n_noise_components=5, *, prior_rate=0.0004, max_iter=200, tol=1e-4,
                  speech_components=None, random_state=None):
-        self.n_components = n_components
-        self.n_noise_components = n_noise_components
-        self.prior_rate = prior_rate
-        self.max_iter = max_iter
-        self.tol = tol
-        self.speech_components = speech_components
-        self.random_state = random_state
+        store_init_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -343,13 +341,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         X : array-like of shape (n_frames, n_freq)
             Non-negative magnitude spectrogram of clean speech, frames as
             rows (several sentences may be stacked).
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
+        %(y_ignored_fitted)s
         """
         X = self._validate_input(X, reset=True)
         if self.speech_components is not None:
@@ -388,8 +380,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------
@@ -424,8 +415,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------
@@ -442,8 +432,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------
@@ -459,8 +448,7 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_frames, n_freq)
-            Non-negative magnitude spectrogram of the noisy mixture.
+        %(X_mixture)s
 
         Returns
         -------

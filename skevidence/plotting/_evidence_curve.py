@@ -8,6 +8,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._plotting import _validate_style_kwargs
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import fill_doc
+from .._init_params import store_init_params
 from ..estimators.search import EvidenceGridSearch
 from ..evidence._result import ERROR_PIECES
 
@@ -92,6 +94,7 @@ def _search_slice(search, param_name):
     return param_name, keep
 
 
+@fill_doc
 class EvidenceCurveDisplay:
     """Log-evidence against rank: the curve a rank selection is read from.
 
@@ -202,13 +205,7 @@ class EvidenceCurveDisplay:
         estimator_name=None,
         error_pieces=None,
     ):
-        self.ranks = ranks
-        self.log_evidence = log_evidence
-        self.log_evidence_std = log_evidence_std
-        self.best_rank = best_rank
-        self.param_name = param_name
-        self.estimator_name = estimator_name
-        self.error_pieces = error_pieces
+        store_init_params(self, locals())
 
     def _curve(self):
         """Validate the display's data; return it sorted by rank."""
@@ -438,15 +435,7 @@ class EvidenceCurveDisplay:
         name : str, default=None
             Legend title; ``None`` uses the estimator's class name (for a
             search, that of the searched estimator).
-        ax : matplotlib Axes, default=None
-            Axes to draw on; ``None`` creates a figure and axes.
-        n_std, xscale, errorbar_kw, best_marker_kw
-            As in :meth:`plot`.
-
-        Returns
-        -------
-        display : EvidenceCurveDisplay
-            The drawn display.
+        %(display_drawn)s
 
         Raises
         ------
@@ -519,15 +508,7 @@ class EvidenceCurveDisplay:
             As in the constructor.
         name : str, default=None
             Legend title.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; ``None`` creates a figure and axes.
-        n_std, xscale, errorbar_kw, best_marker_kw
-            As in :meth:`plot`.
-
-        Returns
-        -------
-        display : EvidenceCurveDisplay
-            The drawn display.
+        %(display_drawn)s
         """
         display = cls(
             ranks, log_evidence, log_evidence_std, best_rank=best_rank, param_name=param_name, estimator_name=name
