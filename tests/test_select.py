@@ -32,6 +32,26 @@ def test_in_the_running_and_decision():
     assert decision([4], [-1.0], [0.1])[0]
 
 
+def test_the_best_mode_search_is_one_sided():
+    """A better mode can only raise the best's estimate: its mode-search piece keeps no other rank in."""
+    values, bars = [-100.0, -110.0], [5.0, 1.0]
+    assert list(in_the_running(values, bars)) == [True, True]
+    assert list(in_the_running(values, bars, [4.9, 0.0])) == [True, False]
+    assert list(in_the_running(values, [1.0, 5.0], [0.0, 4.9])) == [True, True]  # the other's own search counts
+    decided, status, text = decision([1, 2], values, bars, [4.9, 0.0])
+    assert decided and list(status) == ["chosen", "out"] and "rank 2, is 10.0 nats below (7.1 combined" in text
+
+
+def test_the_leader_refines_its_chains_never_its_search():
+    run = RankRun(_data(seed=2), 2, np.ones(2), **SETTINGS, random_state=0)
+    while not run.estimated:
+        run.finish(run_pieces(run.plan(None), 1))
+    starts = run.bounds.size
+    run.finish(run_pieces(run.plan(1e-6, search=False), 2))
+    assert run.bounds.size == starts and len(run.rounds) == 2
+    assert run.plan(1e9, search=False) == [] and "chains" in run.stop_reason
+
+
 def test_a_rank_far_below_is_never_refined():
     data = _data(seed=2)  # ranks 2 and 3 within a nat of each other, rank 1 far below
     runs, errors = select_rank(data, [1, 2, 3], lambda R: np.ones(2), tol=0.05, settings=SETTINGS, random_state=0)

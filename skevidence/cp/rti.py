@@ -317,18 +317,21 @@ class RankRun:
         b["error"] = math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + b["mode"] ** 2)
         self.stop_reason = "its bracket alone ran"
 
-    def plan(self, tol):
+    def plan(self, tol, search=True):
         """The pieces of the next step towards an error bar of ``tol`` (``None``: one round), or ``[]`` if none.
 
         ``[]`` means the bar is within ``tol``, or the budget is spent (``stop_reason`` says why).
+        ``search=False`` leaves the mode search alone and refines the chains
+        until their own pieces are within ``tol`` (the leader of a rank
+        selection: a better mode can only raise its estimate).
         """
         start = time.perf_counter()
         try:
-            return self._plan(tol)
+            return self._plan(tol, search)
         finally:
             self.time += time.perf_counter() - start
 
-    def _plan(self, tol):
+    def _plan(self, tol, search=True):
         if not self.fits:
             return self._search(self.n_starts)
         if self.ladders is None:
@@ -346,11 +349,12 @@ class RankRun:
         if self._next == "half":
             self._next = "estimate"
             return [p for ladder in self.ladders for p in ladder.lengthen()]
-        if tol is None or self.error <= tol:
-            self.stop_reason = "tol is None: one round" if tol is None else f"the error bar is below tol={tol:g}"
-            return []
-        mode = self.mode_error
+        mode = self.mode_error if search else 0.0
         chains = math.sqrt(self.mc**2 + self.lag**2 + self.quad**2)
+        if tol is None or math.hypot(chains, mode) <= tol:
+            self.stop_reason = ("tol is None: one round" if tol is None else f"the error bar is below tol={tol:g}"
+                                if search else f"the chains' error is below tol={tol:g}")
+            return []
         # What the chains' own pieces must reach for the whole bar to be within tol.
         ti_target = math.sqrt(tol**2 - mode**2) if mode < _SEARCH_SHARE * tol else None
         if ti_target is None and chains <= mode and self.bounds.size >= self.max_starts:

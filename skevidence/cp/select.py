@@ -13,6 +13,13 @@ continuing what they have), until the best leads every other by
 none can go further within its budget: then the choice is reported as not
 decided between the contenders, with their posterior probabilities.
 
+**The best's mode search is one-sided.** A better mode can only raise an
+estimate, so the best's own mode-search piece stays out of the combined
+bars: the best's estimate less its chains' error is what another rank's
+estimate with its whole bar must reach. The best never searches for more
+modes for the sake of the decision, and its chains are refined only where
+their error is the larger piece of some combined bar.
+
 **Both cores on every rank.** A pass gathers the pieces of work of every rank
 it advances (every reference start, every ladder's runs of temperatures) and
 runs them on ``n_jobs`` threads, the costliest first. Decisions are taken
@@ -40,21 +47,34 @@ from .rti import RankRun, run_pieces
 __all__ = ["decision", "in_the_running", "select_rank", "standings"]
 
 
-def in_the_running(scores, stds):
-    """Which candidates are within ``DECISION_Z`` combined error bars of the best (failed ones are not)."""
+def in_the_running(scores, stds, modes=None):
+    """Which candidates could be the best: within ``DECISION_Z`` combined error bars of it (failed ones are not).
+
+    A better mode can only raise an estimate, so the best's own mode-search
+    piece (``modes``, the error bars' mode-search pieces) is left out of the
+    combination: its estimate, less its chains' error, is what a candidate's
+    estimate with its whole error bar must reach.
+    """
     scores = np.asarray(scores, dtype=np.float64)
     ok = np.isfinite(scores)
     if not ok.any():
         return ok
     stds = np.nan_to_num(np.asarray(stds, dtype=np.float64), nan=0.0)
     best = int(np.argmax(np.where(ok, scores, -np.inf)))
-    return ok & (scores[best] - scores <= DECISION_Z * np.sqrt(stds**2 + stds[best] ** 2))
+    return ok & (scores[best] - scores <= DECISION_Z * np.hypot(stds, _down(stds, modes, best)))
+
+
+def _down(stds, modes, best):
+    """The best's error bar without its mode-search piece."""
+    mode = 0.0 if modes is None else float(np.nan_to_num(modes[best], nan=0.0))
+    return math.sqrt(max(stds[best] ** 2 - mode**2, 0.0))
 
 
 def standings(runs, errors):
-    """Every rank's ``(log-evidence, error bar)`` as it stands (:attr:`RankRun.standing`; NaN if it failed)."""
-    values = np.array([(math.nan, math.nan) if i in errors else run.standing for i, run in enumerate(runs)])
-    return values[:, 0], values[:, 1]
+    """Every rank's log-evidence, error bar and its mode-search piece as they stand (NaN where it failed)."""
+    values = np.array([(math.nan,) * 3 if i in errors else (*run.standing, run.mode_error)
+                       for i, run in enumerate(runs)])
+    return values[:, 0], values[:, 1], values[:, 2]
 
 
 class _Ranks:
@@ -167,10 +187,15 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
                           state.runs[i].ladders is not None}, n_jobs, report)
         save()
     while tol is not None:
-        running = np.flatnonzero(in_the_running(*standings(state.runs, state.errors)))
+        values, bars, modes = standings(state.runs, state.errors)
+        running = np.flatnonzero(in_the_running(values, bars, modes))
         if running.size <= 1:
             break
-        plans = {int(i): state.runs[i].plan(tol) for i in running}
+        # The leader's chains are refined only where its own error is the larger piece of some combined bar.
+        best = int(np.nanargmax(values))
+        down = _down(bars, modes, best)
+        lead = down > min(bars[i] for i in running if i != best)
+        plans = {int(i): state.runs[i].plan(tol, search=i != best) for i in running if i != best or lead}
         plans = {i: pieces for i, pieces in plans.items() if pieces}
         if not plans:
             break
@@ -184,18 +209,23 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
     return state.runs, state.errors
 
 
-def decision(ranks, values, bars):
-    """``(decided, status, text)``: every rank's status ("chosen", "contender", "out", "failed") and a sentence."""
+def decision(ranks, values, bars, modes=None):
+    """``(decided, status, text)``: every rank's status ("chosen", "contender", "out", "failed") and a sentence.
+
+    The combined error bars are :func:`in_the_running`'s: the chosen rank's without its mode-search piece.
+    """
     values = np.asarray(values, dtype=np.float64)
+    bars = np.nan_to_num(np.asarray(bars, dtype=np.float64), nan=0.0)
     ok = np.isfinite(values)
-    running = in_the_running(values, bars)
+    running = in_the_running(values, bars, modes)
     best = int(np.argmax(np.where(ok, values, -np.inf)))
     status = np.where(~ok, "failed", np.where(running, "contender", "out")).astype(object)
     status[best] = "chosen"
     others = [i for i in range(values.size) if i != best and ok[i]]
     if not others:
         return True, status, "decided: only one rank was estimated."
-    gaps = [(values[best] - values[i]) / math.hypot(bars[best], bars[i]) for i in others]
+    down = _down(bars, modes, best)
+    gaps = [(values[best] - values[i]) / math.hypot(down, bars[i]) for i in others]
     closest = others[int(np.argmin(gaps))]
     if running.sum() == 1:
         return True, status, (f"decided: the runner-up, rank {ranks[closest]}, is {values[best] - values[closest]:.1f} "

@@ -105,8 +105,8 @@ class RankSelectorMixin:
         if errors and self.error_score == "raise":
             raise RuntimeError(f"rank {ranks[min(errors)]} failed: {errors[min(errors)]}")
         rows, results = [], {}
-        values, bars = standings(runs, errors)
-        decided, status, _ = decision(ranks, values, bars)
+        values, bars, modes = standings(runs, errors)
+        decided, status, _ = decision(ranks, values, bars, modes)
         for i, run in enumerate(runs):
             failed = np.isnan(values[i])
             if not failed:
@@ -159,7 +159,8 @@ class RankSelectorMixin:
         results["tol"] = np.array([np.nan if row["tol"] is None else row["tol"] for row in rows], dtype=float)
         if self.method == "rti":  # ladder rounds a rank ran: 0 where its bracket alone took it out
             results["n_rounds"] = np.array([row["n_rounds"] for row in rows])
-        self.decided_, status, self.decision_ = decision(ranks, results["mean_test_score"], results["std_log_evidence"])
+        self.decided_, status, self.decision_ = decision(ranks, results["mean_test_score"], results["std_log_evidence"],
+                                                         results["mode_error"])
         results["status"] = status
         if self.tol is not None:
             results["within_tol"] = results["std_log_evidence"] <= self.tol

@@ -35,8 +35,11 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         Passed to every :class:`PoissonNMF` (see there):
         ``likelihood="exponential"`` with ``prior_rate="auto"`` on a power
         spectrogram chooses a rank that does not depend on the recording's
-        level. With ``method="rti"`` every rank is first screened by a short
-        round of its chains (``n_burnin=50, n_keep=100`` unless
+        level. With ``method="rti"`` every rank is first bracketed (its
+        log-evidence lies between its reference's bound and the integrand at
+        the posterior, from a short chain); a rank whose bracket lies far
+        below the best's is out, and the others are screened by a short
+        round of their chains (``n_burnin=50, n_keep=100`` unless
         ``method_params`` sets them).
     tol : float or None, default=1.0
         ``method="rti"``: after the screen, the ranks still within three
@@ -70,11 +73,17 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     best_rank_ : int
         The rank of largest evidence.
     decided_ : bool
-        Whether every other rank is more than three combined error bars below it.
+        Whether every other rank is more than three combined error bars below
+        it (its own bar without the mode-search piece: a better mode can only
+        raise its evidence).
     errors_ : dict
         Rank -> error message, for the ranks whose fit failed.
     cv_results_ : dict
-        The underlying :class:`EvidenceGridSearch` results.
+        The :class:`EvidenceGridSearch`-shaped results: every rank's
+        log-evidence, error bar and its pieces, ``status`` ("chosen",
+        "contender", "out" or "failed"), ``tol`` (the bar a rank was refined
+        to, ``inf`` if it was not) and, with ``method="rti"``, ``n_rounds``
+        (ladder rounds run: 0 for a rank out by its bracket alone).
     best_estimator_ : PoissonNMF
         The fitted model of rank `best_rank_`.
     components_ : ndarray of shape (`best_rank_`, n_features)
