@@ -59,7 +59,7 @@ print(f"X: {X.shape}, {X.sum()} counts, {np.mean(X == 0):.0%} zeros, largest {X.
 # warnings are printed below.
 
 ranks = (1, 2, 3) if SHORT else (1, 2, 3, 4)
-chib_params = dict(n_samples=3000, n_burnin=2000, n_reduced=2000) if SHORT else None
+chib_params = dict(n_samples=1000, n_burnin=600, n_reduced=600) if SHORT else None
 rti = BayesianNMFRankSelector(ranks=ranks, prior_rate=2.0, n_jobs=2, random_state=0).fit(X)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")

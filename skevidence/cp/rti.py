@@ -342,6 +342,7 @@ class RankRun:
                 return self._search(min(2 * self.bounds.size, self.max_starts) - self.bounds.size)
             seeds = self.rng.randint(0, 2**31 - 1, size=2)
             self.ladders = [_Ladder(self, seed) for seed in seeds]
+            self.stop_reason = "one round of its ladders ran"
             s = self.settings
             self._next = "half"  # the first check needs every chain split in halves: n_keep in two runs
             return [p for ladder in self.ladders
@@ -463,9 +464,9 @@ class RankRun:
             warnings.warn(
                 f"Referenced TI at rank {self.n_components} stopped at an error bar of {error:.3g} nats, "
                 f"above tol={tol:g}, because {self.stop_reason}; the estimate {value:.6g} may be off by more "
-                "than tol. " + ("A longer search for the reference (max_starts, max_time) may find a better mode."
-                                if "modes" in (self.stop_reason or "") else "Raise max_time or max_refinements (or "
-                                                                            "tol)."),
+                "than tol." + ("" if str(self.stop_reason).startswith("it leads") else
+                               " A longer search for the reference (max_starts, max_time) may find a better mode."
+                               if "modes" in str(self.stop_reason) else " Raise max_time or max_refinements (or tol)."),
                 ConvergenceWarning, stacklevel=3,
             )
         data = self.data

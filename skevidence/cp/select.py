@@ -195,6 +195,9 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
         best = int(np.nanargmax(values))
         down = _down(bars, modes, best)
         lead = down > min(bars[i] for i in running if i != best)
+        if not lead:
+            state.runs[best].stop_reason = ("it leads: its mode search is left alone (a better mode can only raise "
+                                            "it) and its chains' error is below every other contender's bar")
         plans = {int(i): state.runs[i].plan(tol, search=i != best) for i in running if i != best or lead}
         plans = {i: pieces for i, pieces in plans.items() if pieces}
         if not plans:
