@@ -89,6 +89,10 @@ def test_a_rank_far_below_runs_its_bracket_alone():
     data = as_data(rng.poisson(20 * V).astype(float))
     runs, errors = select_rank(data, [1, 3], lambda R: np.ones(2), tol=0.5, settings=SETTINGS, random_state=0)
     assert not errors and runs[0].ladders is None and not runs[0].rounds and runs[1].rounds
+    # The bracket's two chains run side by side with n_jobs=2: the same sums of draws as one after the other.
+    two, _ = select_rank(data, [1, 3], lambda R: np.ones(2), tol=0.5, settings=SETTINGS, random_state=0, n_jobs=2)
+    np.testing.assert_array_equal(two[0].theta_sum, runs[0].theta_sum)
+    assert two[0].bracketed == runs[0].bracketed
     assert list(decision([1, 3], *standings(runs, errors))[1]) == ["out", "chosen"]
     result = runs[0].result(0.5, "poisson", warn=False)
     b = runs[0].bracketed

@@ -146,6 +146,16 @@ def _chains(run, temperatures, levels, chained, phi, steps, n_burnin, n_keep, se
     return n_grad, U, accept
 
 
+def _var_of_mean(u):
+    """The variance of ``u``'s mean (:func:`~skevidence.evidence.batch_means_variance`; 0 for a constant series)."""
+    return batch_means_variance(u)[0] if np.ptp(u) > 0 else 0.0
+
+
+def _two_chains(a, se_a, b, se_b):
+    """Two independent estimates' mean and its Monte-Carlo error: their SEs combined, checked by their spread."""
+    return 0.5 * (a + b), max(0.5 * math.hypot(se_a, se_b), 0.5 * abs(a - b))
+
+
 class _Ladder:
     """One ladder's chains: their integrand samples, end states and step sizes, continued in place."""
 
@@ -217,7 +227,7 @@ class _Ladder:
         series = [np.concatenate(chunks) for chunks in self.samples]
         means = np.array([u.mean() for u in series])
         halves = np.array([u[: u.size // 2].mean() for u in series])
-        var = np.array([batch_means_variance(u)[0] if np.ptp(u) > 0 else 0.0 for u in series])
+        var = np.array([_var_of_mean(u) for u in series])
         return float(w @ means), float(np.sqrt(np.sum(w**2 * var))), float(w @ halves), means
 
 
@@ -242,7 +252,7 @@ class RankRun:
         self.rng = check_random_state(random_state)
         self.fit = vb_fit if data.kappa == 0.0 else laplace_fit
         self.fits, self.ladders, self.rounds, self.bracketed = [], None, [], None
-        self.n_refinements, self.stop_reason, self.time = 0, None, 0.0
+        self.n_refinements, self.stop_reason, self.time, self.n_grad = 0, None, 0.0, 0
         self._next = None
 
     # -- the reference ------------------------------------------------------------------------------
@@ -288,28 +298,26 @@ class RankRun:
         iterations that adapt its step, ``n_keep`` kept)."""
         s = self.settings
         ends = np.array([0.0, 1.0])
-        self.theta_sum = np.zeros_like(self.alpha)
 
-        def piece(seed):
+        def piece(seed):  # its own sum of the factors at t = 1: the two pieces run side by side
             phi = np.repeat(np.log(self.alpha / self.beta)[None], 2, axis=0)
+            theta_sum = np.zeros_like(self.alpha)
             n_grad, U, _ = _chains(self, ends, np.arange(2), True, phi, np.full(2, 0.1), s["n_burnin"],
-                                   s["n_keep"], seed, self.theta_sum)
-            return n_grad, U
+                                   s["n_keep"], seed, theta_sum)
+            return n_grad, U, theta_sum
 
         self._next = "bracketed"
         return [lambda seed=int(seed): piece(seed) for seed in self.rng.randint(0, 2**31 - 1, size=2)]
 
     def _take_bracket(self, results):
         """The bracket's ends, from the two pieces' ``U`` (rows: draws of ``q``, the chain at t = 1)."""
-        ends = []
-        for level in (0, 1):
-            series = [U[level] for _, U in results]
-            means = np.array([u.mean() for u in series])
-            se = [math.sqrt(batch_means_variance(u)[0]) if np.ptp(u) > 0 else 0.0 for u in series]
-            ends.append((means.mean(), max(0.5 * math.hypot(*se), 0.5 * abs(means[0] - means[1]))))
-        (lower, mc_lower), (upper, mc_upper) = ends
+        (_, U_a, sum_a), (_, U_b, sum_b) = results
+        (lower, mc_lower), (upper, mc_upper) = (
+            _two_chains(U_a[k].mean(), math.sqrt(_var_of_mean(U_a[k])), U_b[k].mean(), math.sqrt(_var_of_mean(U_b[k])))
+            for k in (0, 1))
+        self.theta_sum = sum_a + sum_b
         # The chain at t = 1 starts from a draw of q: a lagging chain still rises.
-        halves = np.mean([U[1][: U.shape[1] // 2].mean() for _, U in results])
+        halves = 0.5 * (U_a[1][: U_a.shape[1] // 2].mean() + U_b[1][: U_b.shape[1] // 2].mean())
         self.bracketed = dict(lower=lower, upper=upper, log_evidence=0.5 * (lower + upper),
                               mc=math.hypot(mc_lower, mc_upper), lag=abs(upper - halves),
                               quad=0.5 * max(upper - lower, 0.0), mode=self.mode_error)
@@ -386,8 +394,10 @@ class RankRun:
         return math.sqrt(self.mc**2 + self.lag**2 + self.quad**2 + self.mode_error**2)
 
     def finish(self, results):
-        """Take in the results of the step's pieces (a search's fits, or the chains' gradient counts)."""
+        """Take in the results of the step's pieces (a search's fits, a bracket's chains, or the ladders'
+        gradient counts); returns whether the step changed the estimate or its error bar."""
         start = time.perf_counter()
+        new = False
         if self._next == "searched":
             first = not self.fits
             previous = None if first else self.best_bound
@@ -395,21 +405,23 @@ class RankRun:
             if first or self.bounds.max() > previous:
                 self._take_reference()  # a better mode: the ladders start again from it
             self._next = None
+            new = self.estimated  # the same mode: the estimate stands, with a new mode-search piece
         elif self._next == "bracketed":
-            self.n_grad = getattr(self, "n_grad", 0) + sum(n for n, _ in results)
+            self.n_grad += sum(res[0] for res in results)
             self._take_bracket(results)
-            self._next = None
+            self._next, new = None, True
         else:
-            self.n_grad = getattr(self, "n_grad", 0) + sum(results)
+            self.n_grad += sum(results)
             if self._next == "estimate":
                 self._estimate()
+                new = True
         self.time += time.perf_counter() - start
+        return new
 
     def _estimate(self):
         parts = [ladder.estimate() for ladder in self.ladders]
-        self.value = 0.5 * (parts[0][0] + parts[1][0])
         # Batch means within the chains, checked by the two ladders' spread.
-        self.mc = max(0.5 * math.hypot(parts[0][1], parts[1][1]), 0.5 * abs(parts[0][0] - parts[1][0]))
+        self.value, self.mc = _two_chains(parts[0][0], parts[0][1], parts[1][0], parts[1][1])
         # A lagging chain drifts: its first half is further off than the whole, by about as much as the whole
         # is (bias ~ 1/length).
         self.lag = abs(self.value - 0.5 * (parts[0][2] + parts[1][2]))

@@ -103,10 +103,10 @@ def _run_pass(state, plans, n_jobs, report):
         if failed:
             state.errors[i] = f"{type(failed[0]).__name__}: {failed[0]}"
         else:
-            run.finish(mine)
+            new = run.finish(mine)
             # The threads' time, shared among the pieces by their count.
             run.time += elapsed * len(mine) / max(len(pieces), 1)
-            if run.estimated or run.bracketed is not None and not run.rounds and run.ladders is None:
+            if new:
                 report(run)
 
 
