@@ -182,6 +182,12 @@ def _nmf_rank(args, out):
         power=power, sample_rate=rate,
     )
     X = spectrogram.fit_transform(waveforms)  # refuses a silent recording
+    # A frame of digital silence (every sample in its window zero) has an all-zero spectrum: there is no sound
+    # in it to factorise, and every component's activation there must sit near zero, a prior mass that shrinks
+    # with the rank, so each such frame would move the evidence towards small ranks (user guide, audio page).
+    sounding = X.any(axis=1)
+    n_silent = int(X.shape[0] - sounding.sum())
+    X = X[sounding]
     if args.likelihood == "poisson":
         noise_floor, floor_text = 0.0, "none (the Poisson likelihood of counts takes none)"
     elif args.noise_floor == "auto":
@@ -201,7 +207,8 @@ def _nmf_rank(args, out):
     names = ", ".join(p.name for p in paths)
     say(f"skevidence nmf-rank: {names}")
     say(f"{'power' if power == 2.0 else 'magnitude'} spectrogram {X.shape[0]} frames x {X.shape[1]} bins "
-        f"({rate:g} Hz, n_fft={args.n_fft}, hop={spectrogram.hop_length_}, {args.window}), scale={args.scale:g}, "
+        f"({rate:g} Hz, n_fft={args.n_fft}, hop={spectrogram.hop_length_}, {args.window}"
+        f"{f', {n_silent} frames of digital silence left out' if n_silent else ''}), scale={args.scale:g}, "
         f"mean={X.mean():.4g}; {args.likelihood}{shape_text} likelihood, noise floor {floor_text}, "
         f"prior rate={rate_text}")
     method_params = _method_params(args)
@@ -245,6 +252,7 @@ def _nmf_rank(args, out):
         record = {
             "files": [str(p) for p in paths],
             "shape": list(X.shape),
+            "silent_frames": n_silent,
             "sample_rate": rate,
             "scale": args.scale,
             "likelihood": args.likelihood,

@@ -187,3 +187,9 @@ def test_nmf_rank_reports_the_noise_floor_it_used(tmp_path):
     assert record["noise_floor"] == pytest.approx(floor, rel=1e-12) and floor > 0
     assert "(the samples' quantisation noise)" in run.stdout
     assert np.all(np.isfinite(record["log_evidence"]))
+    # The frames whose window holds only the zeros at either end are left out, and said so.
+    X = SpectrogramTransformer(scale=32768 * 1e-3, power=2).fit_transform(np.round(x * 32767) / 32768)
+    silent = int(np.sum(~X.any(axis=1)))
+    assert silent > 20 and record["silent_frames"] == silent
+    assert record["shape"] == [X.shape[0] - silent, X.shape[1]]
+    assert f"{silent} frames of digital silence left out" in run.stdout

@@ -47,7 +47,7 @@ def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
     dense2, Xd, coords, vals, _, kappa, floor = data.pass_args()
     grad = np.empty_like(F)
     sums = np.empty((len(shape), R))
-    value = log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums)
+    value = log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums, True)
     assert value == pytest.approx(naive_log_likelihood(X, F, offsets), rel=1e-12)
     expected = numeric_gradient(lambda G: naive_log_likelihood(X, G, offsets), F)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)

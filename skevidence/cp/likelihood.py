@@ -31,11 +31,15 @@ from scipy.special import gammaln
 
 from .._config import FASTMATH
 
-__all__ = ["LIKELIHOODS", "check_entries", "dense_entries", "entry", "entry_constant", "likelihood_kappa",
+__all__ = ["LIKELIHOODS", "WITH_VALUE", "check_entries", "dense_entries", "entry", "entry_constant", "likelihood_kappa",
            "log_density"]
 
 #: The likelihoods' names.
 LIKELIHOODS = ("poisson", "exponential", "gamma")
+
+#: ``with_value=True`` for a kernel calling a pass: a NumPy bool, which numba types as ``bool``, so each pass
+#: compiles once (a Python ``True`` in jitted code is a literal and would compile a second version).
+WITH_VALUE = np.bool_(True)
 
 
 def likelihood_kappa(likelihood, shape=1.0):

@@ -55,7 +55,7 @@ def _log_likelihood(data, F, grad):
     r""":math:`\log p(X \mid F)` and its gradient in ``grad``."""
     sums = np.empty((len(data.shape), F.shape[1]))
     dense2, X, coords, vals, offsets, kappa, floor = data.pass_args()
-    return log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums)
+    return log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums, True)
 
 
 def _row_rates(prior_rates, shape):
@@ -106,7 +106,7 @@ def vb_fit(data, R, rates, start):
     bound = -np.inf
     for it in range(_VB_MAX_ITER):
         G = np.exp(digamma(alpha) - np.log(beta))
-        x_log_v = entry_pass(*data.pass_args()[:4], G, data.offsets, 0.0, 0.0, S)
+        x_log_v = entry_pass(*data.pass_args()[:4], G, data.offsets, 0.0, 0.0, S, True)
         # The bound at the current q (sources at their optimum for it).
         means = alpha / beta
         sums = np.stack([means[offsets[m]:offsets[m + 1]].sum(axis=0) for m in range(N)])

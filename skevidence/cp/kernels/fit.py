@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
+from ..likelihood import WITH_VALUE
 from .passes import entry_pass
 
 __all__ = ["map_fit"]
@@ -94,7 +95,7 @@ def _listed_mode(coords, vals, F, offsets, m, kappa, floor, num, den):
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def _log_posterior(dense2, X, coords, vals, F, offsets, kappa, floor, rates, a, work):
     """The log posterior in the factors up to the data's constant (the Poisson linear part included)."""
-    total = entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, work, True)
+    total = entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, work, WITH_VALUE)
     N = offsets.shape[0] - 1
     R = F.shape[1]
     if kappa == 0.0:

@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
+from ..likelihood import WITH_VALUE
 from .passes import log_likelihood
 
 __all__ = ["run_referenced_ladder", "symmetric_log_q"]
@@ -115,7 +116,7 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, t
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms,
-              with_value=True):
+              with_value):
     """Log target and integrand U at ``phi`` from the likelihood's value and gradient there; the leapfrog field
     into ``grad_phi``. Without ``with_value`` only the field is computed (``0, 0`` returned)."""
     D, R = phi.shape
@@ -139,7 +140,7 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad_phi, lik_grad, sums, alpha,
-           log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value=True):
+           log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value):
     """Log target, integrand U, log-likelihood and the leapfrog field at ``phi`` (``theta`` and the
     likelihood's gradient ``lik_grad`` are filled).
 
@@ -417,12 +418,13 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 _draw_q(alpha, beta, phi)
                 _, U_out[i, it], _ = _state(0.0, dense2, X, coords, vals, offsets, kappa, floor, constant, phi,
                                             theta, grad, lik_grad, sums, alpha, log_norm_q, beta, rates, perms,
-                                            log_r_fact, C, terms)
+                                            log_r_fact, C, terms, WITH_VALUE)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
         logp, U, loglik = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad,
-                                 lik_grad, sums, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms)
+                                 lik_grad, sums, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms,
+                                 WITH_VALUE)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
         mu = math.log(10.0 * step)
@@ -488,7 +490,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                     for r in range(R):
                         theta[d, r] = math.exp(phi[d, r])
                 logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, perms,
-                                    log_r_fact, C, terms)
+                                    log_r_fact, C, terms, WITH_VALUE)
             if it < n_burnin:
                 m = it + 1.0
                 h_bar = (1.0 - 1.0 / (m + 10.0)) * h_bar + (0.8 - acc_prob) / (m + 10.0)

@@ -45,7 +45,7 @@ def _add_products(F, offsets, coords, e, w, power, out):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_value=True):
+def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_value):
     r"""Fill ``out`` with :math:`\partial_F \sum_e \tau(x_e, v_e)` and return :math:`\sum_e \tau(x_e, v_e)`.
 
     With ``dense2`` the data are the dense matrix ``X``; otherwise the listed
@@ -100,7 +100,7 @@ def column_sums(F, offsets, sums):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, grad, sums, with_value=True):
+def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, grad, sums, with_value):
     r""":math:`\log p(X \mid F)` and, in ``grad``, its gradient in ``F`` (``sums``: ``(N, R)`` work space).
 
     ``constant`` is the data's :math:`\sum c(x)`. Without ``with_value`` only
