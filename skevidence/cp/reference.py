@@ -11,12 +11,12 @@ factorisation's posterior has many modes beyond its relabellings, and
 import math
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import digamma, gammaln
 from sklearn.utils import check_random_state
 
 from .data import CPData
 from .kernels.fit import map_fit
+from .kernels.lbfgs import PHI_BOUND, laplace_mode
 from .kernels.passes import entry_pass, fisher_pass, log_likelihood
 from .model import check_prior_rates
 
@@ -42,9 +42,8 @@ _RIDGE_RTOL = 1e-13
 _MAP_MAX_ITER = 200
 _MAP_RTOL = 1e-6
 
-#: Iterations of a Laplace fit's L-BFGS, and the bound on log theta inside it (exp must not overflow).
+#: Iterations of a Laplace fit's L-BFGS.
 _LAPLACE_MAX_ITER = 2000
-_LAPLACE_PHI_BOUND = 300.0
 
 def as_data(X, kappa=0.0, floor=0.0):
     """``X`` as :class:`~skevidence.cp.data.CPData` (prepared data pass through)."""
@@ -249,34 +248,18 @@ def mode_search_error(bounds):
 
 def laplace_fit(data, R, rates, start):
     r"""One Laplace fit in :math:`\log\theta` from the factors ``start``: ``(laplace bound, alpha, beta)``."""
-    offsets = data.offsets
-    D = offsets[-1]
-    phi0 = np.log(_mode(data, R, rates, start, 2.0))
-    grad = np.empty((D, R))
-    lam = rates[:, None]
-
-    def objective(flat):
-        # The log posterior of phi = log theta (Jacobian included); phi is kept where exp cannot overflow.
-        phi = np.clip(flat.reshape(D, R), -_LAPLACE_PHI_BOUND, _LAPLACE_PHI_BOUND)
-        theta = np.exp(phi)
-        value = _log_likelihood(data, theta, grad) + np.sum(np.log(lam) - lam * theta + phi)
-        g = theta * (grad - lam) + 1.0
-        if not np.isfinite(value):
-            return np.inf, np.zeros_like(flat)
-        return -value, -g.ravel()
-
-    fit = minimize(objective, phi0.ravel(), jac=True, method="L-BFGS-B",
-                   options=dict(maxiter=_LAPLACE_MAX_ITER, ftol=_VB_RTOL * 1e-2, gtol=1e-6))
-    phi = np.clip(fit.x.reshape(D, R), -_LAPLACE_PHI_BOUND, _LAPLACE_PHI_BOUND)
-    theta = np.exp(phi)
-    fisher = np.empty((D, R))
-    dense2, X, coords, _, _, kappa, floor = data.pass_args()
+    phi = np.log(_mode(data, R, rates, start, 2.0))
+    dense2, X, coords, vals, offsets, kappa, floor = data.pass_args()
+    value, _ = laplace_mode(dense2, X, coords, vals, offsets, kappa, floor, data.constant, rates, phi,
+                            _LAPLACE_MAX_ITER, _VB_RTOL * 1e-2, 1e-6)
+    theta = np.exp(np.clip(phi, -PHI_BOUND, PHI_BOUND))
+    fisher = np.empty_like(theta)
     fisher_pass(dense2, X, coords, theta, offsets, kappa, floor, fisher)
     # Curvature of the log posterior in phi at its mode: 1 (from the prior and the Jacobian, where the
     # gradient vanishes) plus the likelihood's expected curvature; a Gamma(P, P / theta) has that
     # curvature and that mode in phi.
     precision = 1.0 + theta**2 * fisher
-    bound = -float(fit.fun) + 0.5 * float(np.sum(np.log(2.0 * np.pi / precision)))
+    bound = value + 0.5 * float(np.sum(np.log(2.0 * np.pi / precision)))
     return bound, precision, precision / theta
 
 
