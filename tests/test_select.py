@@ -42,6 +42,22 @@ def test_the_best_mode_search_is_one_sided():
     assert decided and list(status) == ["chosen", "out"] and "rank 2, is 10.0 nats below (7.1 combined" in text
 
 
+def test_a_rank_below_another_ranks_lower_bound_is_out():
+    """However wide the best's bar, its lower bound takes out a rank whose estimate with 3 bars lies below it."""
+    values, bars = [100.0, 80.0, 93.0], [20.0, 2.0, 1.0]
+    assert list(in_the_running(values, bars)) == [True, True, True]
+    lowers = [95.0, 70.0, -np.inf]
+    assert list(in_the_running(values, bars, None, lowers)) == [True, False, True]
+    # The bound of any rank counts, and the best is in the running whatever the bounds say.
+    assert list(in_the_running(values, bars, None, [-np.inf, 70.0, 120.0])) == [True, False, False]
+    decided, status, text = decision([1, 2], values[:2], bars[:2], None, lowers[:2])
+    assert decided and list(status) == ["chosen", "out"]
+    assert "rank 2, is 20.0 nats below (1.0 combined error bars; with 3 error bars it lies below the lower " \
+           "bound 95.0 of rank 1)" in text
+    # Without a bound the same numbers are not decided.
+    assert not decision([1, 2], values[:2], bars[:2])[0]
+
+
 def test_the_leader_refines_its_chains_never_its_search():
     run = RankRun(_data(seed=2), 2, np.ones(2), **SETTINGS, random_state=0)
     while not run.estimated:
@@ -112,13 +128,12 @@ def test_selection_does_not_depend_on_n_jobs_and_resumes(tmp_path):
     kwargs = dict(tol=0.5, settings=SETTINGS, random_state=3)
     one, _ = select_rank(data, [1, 2, 3], lambda R: np.ones(2), n_jobs=1, **kwargs)
     two, _ = select_rank(data, [1, 2, 3], lambda R: np.ones(2), n_jobs=2, **kwargs)
-    assert [r.value for r in one] == [r.value for r in two]
-    assert [r.error for r in one] == [r.error for r in two]
+    assert [r.standing for r in one] == [r.standing for r in two]
     # Stopped after the screen (tol=None), then resumed from the checkpoint to tol: the same numbers.
     path = str(tmp_path / "state.pkl")
     select_rank(data, [1, 2, 3], lambda R: np.ones(2), checkpoint=path, **dict(kwargs, tol=None))
     resumed, _ = select_rank(data, [1, 2, 3], lambda R: np.ones(2), checkpoint=path, **kwargs)
-    assert [r.value for r in resumed] == [r.value for r in one]
+    assert [r.standing for r in resumed] == [r.standing for r in one]
 
 
 def test_refinement_continues_the_chains():

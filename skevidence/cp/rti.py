@@ -46,7 +46,8 @@ its variance), so :math:`\log p(X)` lies between :math:`E_q[U]`, the
 reference's bound, and :math:`E_p[U]`. Exact draws of :math:`q` and a short
 chain at :math:`t = 1` give both ends for a small part of a ladder's work
 (:meth:`RankRun.bracket`); the rank selection takes out a rank whose bracket
-lies far below the best's before any ladder runs. Its estimate is then the
+lies far below the best's, or below another rank's lower end, before any
+ladder runs. Its estimate is then the
 bracket's midpoint, and its error bar the bracket's half-width with the
 chain's Monte-Carlo error and lag and the mode search.
 
@@ -82,7 +83,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from .._config import DEFAULT_TOL, RTI_DEFAULTS
+from .._config import DECISION_Z, DEFAULT_TOL, RTI_DEFAULTS
 from .._validation import check_int
 from ..evidence._ladder import rti_temperatures, simpson_weights
 from ..evidence._result import EvidenceResult
@@ -257,8 +258,19 @@ class RankRun:
 
     # -- the reference ------------------------------------------------------------------------------
 
+    def search(self, n):
+        """Pieces that fit ``n`` more starts (the first search: half of them split ``init``'s components).
+
+        A rank selection screens every rank with a few starts; a rank still in
+        the running takes the rest of its ``n_starts`` before its ladders.
+        """
+        start = time.perf_counter()
+        try:
+            return self._search(n)
+        finally:
+            self.time += time.perf_counter() - start
+
     def _search(self, n):
-        """Pieces that fit ``n`` more starts (the first search: half of them split ``init``'s components)."""
         warm = self.init[: self.n_starts // 2] if not self.fits else []
         starts = [_split_start(warm[k % len(warm)], self.n_components, self.rng) if k < len(warm)
                   else _random_start(self.data, self.n_components, self.rng, _START_TOTAL[self.fit])
@@ -318,12 +330,20 @@ class RankRun:
         self.theta_sum = sum_a + sum_b
         # The chain at t = 1 starts from a draw of q: a lagging chain still rises.
         halves = 0.5 * (U_a[1][: U_a.shape[1] // 2].mean() + U_b[1][: U_b.shape[1] // 2].mean())
-        self.bracketed = dict(lower=lower, upper=upper, log_evidence=0.5 * (lower + upper),
+        self.bracketed = dict(lower=lower, lower_mc=mc_lower, upper=upper, log_evidence=0.5 * (lower + upper),
                               mc=math.hypot(mc_lower, mc_upper), lag=abs(upper - halves),
                               quad=0.5 * max(upper - lower, 0.0), mode=self.mode_error)
         b = self.bracketed
         b["error"] = math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + b["mode"] ** 2)
         self.stop_reason = "its bracket alone ran"
+
+    @property
+    def lower_bound(self):
+        """What the log-evidence is above: the bracket's lower end, :math:`E_q[U]` from exact draws of ``q``
+        (a bound for any ``q``), less ``DECISION_Z`` times its Monte-Carlo error; ``-inf`` before the bracket."""
+        if self.bracketed is None:
+            return -math.inf
+        return self.bracketed["lower"] - DECISION_Z * self.bracketed["lower_mc"]
 
     def plan(self, tol, search=True):
         """The pieces of the next step towards an error bar of ``tol`` (``None``: one round), or ``[]`` if none.
@@ -343,6 +363,8 @@ class RankRun:
         if not self.fits:
             return self._search(self.n_starts)
         if self.ladders is None:
+            if self.bounds.size < self.n_starts:  # screened with fewer starts (select_rank): the rest first
+                return self._search(self.n_starts - self.bounds.size)
             # Two halves of the starts that disagree on the best mode by more than that share of tol: more
             # starts, before any chain runs from a reference a better mode would replace.
             if tol is not None and self.mode_error > _SEARCH_SHARE * tol and self.bounds.size < self.max_starts \

@@ -1,12 +1,16 @@
 r"""Choose a CP model's rank by referenced TI: decide first, refine only what is undecided.
 
-Every rank is screened: its reference's starts, then its bracket
-(:meth:`~skevidence.cp.rti.RankRun.bracket`: the log-evidence lies between
-the reference's bound and the integrand at the posterior), then, if it is
-still in the running, one round of its two ladders. A rank whose
-log-evidence is more than ``DECISION_Z`` combined error bars below the best
-is out and is never refined: a rank whose bracket lies that far below runs
-no ladder at all. The ranks still in the running (the contenders) then take one
+Every rank is screened: a quarter of its reference's starts, then its
+bracket (:meth:`~skevidence.cp.rti.RankRun.bracket`: the log-evidence lies
+between the reference's bound and the integrand at the posterior), then, if
+it is still in the running, the rest of its starts and one round of its two
+ladders. A rank whose log-evidence is more than ``DECISION_Z`` combined
+error bars below the best is out and is never refined: a rank whose bracket
+lies that far below runs no ladder at all. So is a rank whose estimate plus
+``DECISION_Z`` error bars lies below another rank's lower bound (the lower
+end of its bracket, less ``DECISION_Z`` times its Monte-Carlo error: a bound
+for any reference): the best's own bracket may be wide, its lower end is not
+in doubt. The ranks still in the running (the contenders) then take one
 refinement step each per pass (longer chains, a finer ladder or more starts,
 continuing what they have), until the best leads every other by
 ``DECISION_Z`` combined bars, or every contender's bar is within ``tol``, or
@@ -46,14 +50,20 @@ from .rti import RankRun, run_pieces
 
 __all__ = ["decision", "in_the_running", "select_rank", "standings"]
 
+#: Every rank is screened with this share of its starts (at least two): most ranks are out after their bracket.
+_SCREEN_SHARE = 4
 
-def in_the_running(scores, stds, modes=None):
+
+def in_the_running(scores, stds, modes=None, lower_bounds=None):
     """Which candidates could be the best: within ``DECISION_Z`` combined error bars of it (failed ones are not).
 
     A better mode can only raise an estimate, so the best's own mode-search
     piece (``modes``, the error bars' mode-search pieces) is left out of the
     combination: its estimate, less its chains' error, is what a candidate's
-    estimate with its whole error bar must reach.
+    estimate with its whole error bar must reach. A candidate whose estimate
+    plus ``DECISION_Z`` error bars lies below another's lower bound
+    (``lower_bounds``: what each log-evidence is above, ``-inf`` where none
+    is known) is out as well.
     """
     scores = np.asarray(scores, dtype=np.float64)
     ok = np.isfinite(scores)
@@ -61,7 +71,17 @@ def in_the_running(scores, stds, modes=None):
         return ok
     stds = np.nan_to_num(np.asarray(stds, dtype=np.float64), nan=0.0)
     best = int(np.argmax(np.where(ok, scores, -np.inf)))
-    return ok & (scores[best] - scores <= DECISION_Z * np.hypot(stds, _down(stds, modes, best)))
+    running = ok & (scores[best] - scores <= DECISION_Z * np.hypot(stds, _down(stds, modes, best)))
+    if lower_bounds is not None:
+        running &= scores + DECISION_Z * stds >= _floor(lower_bounds, ok)
+    running[best] = True
+    return running
+
+
+def _floor(lower_bounds, ok):
+    """The largest lower bound of the candidates that did not fail (``-inf`` if none)."""
+    bounds = np.where(ok, np.nan_to_num(np.asarray(lower_bounds, dtype=np.float64), nan=-np.inf), -np.inf)
+    return float(bounds.max())
 
 
 def _down(stds, modes, best):
@@ -71,10 +91,11 @@ def _down(stds, modes, best):
 
 
 def standings(runs, errors):
-    """Every rank's log-evidence, error bar and its mode-search piece as they stand (NaN where it failed)."""
-    values = np.array([(math.nan,) * 3 if i in errors else (*run.standing, run.mode_error)
+    """Every rank's log-evidence, error bar, its mode-search piece and its lower bound as they stand (NaN where
+    it failed)."""
+    values = np.array([(math.nan,) * 4 if i in errors else (*run.standing, run.mode_error, run.lower_bound)
                        for i, run in enumerate(runs)])
-    return values[:, 0], values[:, 1], values[:, 2]
+    return tuple(values[:, k] for k in range(4))
 
 
 class _Ranks:
@@ -108,6 +129,18 @@ def _run_pass(state, plans, n_jobs, report):
             run.time += elapsed * len(mine) / max(len(pieces), 1)
             if new:
                 report(run)
+
+
+def _screen(state, by_rank):
+    """The next pieces of the ranks in the running that have no first round of their ladders yet: the rest of
+    their starts, then that round in two halves."""
+    running = in_the_running(*standings(state.runs, state.errors))
+    plans = {}
+    for i in by_rank:
+        run = state.runs[i]
+        if i not in state.errors and not run.rounds and (running[i] or run.ladders is not None):
+            plans[i] = run.plan(None)
+    return {i: pieces for i, pieces in plans.items() if pieces}
 
 
 def _guarded(piece):
@@ -174,21 +207,19 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
         for i in by_rank:
             run = state.runs[i]
             run.init = [below] if below is not None and run.n_components > below.shape[1] else []
-            _run_pass(state, {i: run.plan(None)}, n_jobs, report)
+            _run_pass(state, {i: run.search(max(2, run.n_starts // _SCREEN_SHARE))}, n_jobs, report)
             if i not in state.errors:
                 below = run.alpha / run.beta
         save()
     if state.passes == 1:
         _run_pass(state, {i: state.runs[i].bracket() for i in by_rank if i not in state.errors}, n_jobs, report)
         save()
-    while state.passes < 4:  # the ladders' first round, in two halves, for the ranks in the running
-        running = in_the_running(*standings(state.runs, state.errors))
-        _run_pass(state, {i: state.runs[i].plan(None) for i in by_rank if running[i] or
-                          state.runs[i].ladders is not None}, n_jobs, report)
+    while plans := _screen(state, by_rank):
+        _run_pass(state, plans, n_jobs, report)
         save()
     while tol is not None:
-        values, bars, modes = standings(state.runs, state.errors)
-        running = np.flatnonzero(in_the_running(values, bars, modes))
+        values, bars, modes, lowers = standings(state.runs, state.errors)
+        running = np.flatnonzero(in_the_running(values, bars, modes, lowers))
         if running.size <= 1:
             break
         # The leader's chains are refined only where its own error is the larger piece of some combined bar.
@@ -212,15 +243,15 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
     return state.runs, state.errors
 
 
-def decision(ranks, values, bars, modes=None):
+def decision(ranks, values, bars, modes=None, lower_bounds=None):
     """``(decided, status, text)``: every rank's status ("chosen", "contender", "out", "failed") and a sentence.
 
-    The combined error bars are :func:`in_the_running`'s: the chosen rank's without its mode-search piece.
+    The combined error bars and the lower bounds are :func:`in_the_running`'s.
     """
     values = np.asarray(values, dtype=np.float64)
     bars = np.nan_to_num(np.asarray(bars, dtype=np.float64), nan=0.0)
     ok = np.isfinite(values)
-    running = in_the_running(values, bars, modes)
+    running = in_the_running(values, bars, modes, lower_bounds)
     best = int(np.argmax(np.where(ok, values, -np.inf)))
     status = np.where(~ok, "failed", np.where(running, "contender", "out")).astype(object)
     status[best] = "chosen"
@@ -231,8 +262,13 @@ def decision(ranks, values, bars, modes=None):
     gaps = [(values[best] - values[i]) / math.hypot(down, bars[i]) for i in others]
     closest = others[int(np.argmin(gaps))]
     if running.sum() == 1:
-        return True, status, (f"decided: the runner-up, rank {ranks[closest]}, is {values[best] - values[closest]:.1f} "
-                              f"nats below ({min(gaps):.1f} combined error bars).")
+        text = (f"decided: the runner-up, rank {ranks[closest]}, is {values[best] - values[closest]:.1f} nats below "
+                f"({min(gaps):.1f} combined error bars")
+        if min(gaps) < DECISION_Z:  # out by a lower bound
+            floor = _floor(lower_bounds, ok)
+            text += f"; with {DECISION_Z:g} error bars it lies below the lower bound {floor:.1f} of rank " \
+                    f"{ranks[int(np.nanargmax(np.where(ok, lower_bounds, -np.inf)))]}"
+        return True, status, text + ")."
     near = [i for i in np.flatnonzero(running)]
     spread = values[best] - values[near].min()
     probs = softmax(np.where(ok, values, -np.inf))

@@ -105,8 +105,8 @@ class RankSelectorMixin:
         if errors and self.error_score == "raise":
             raise RuntimeError(f"rank {ranks[min(errors)]} failed: {errors[min(errors)]}")
         rows, results = [], {}
-        values, bars, modes = standings(runs, errors)
-        decided, status, _ = decision(ranks, values, bars, modes)
+        values, bars, modes, lowers = standings(runs, errors)
+        decided, status, _ = decision(ranks, values, bars, modes, lowers)
         for i, run in enumerate(runs):
             failed = np.isnan(values[i])
             if not failed:
@@ -118,6 +118,7 @@ class RankSelectorMixin:
                 log_evidence=float(self.error_score) if failed else values[i],
                 std=bars[i], fit_time=run.time, score_time=0.0,
                 error=errors.get(i, ""), tol=base.tol if reached else np.inf, n_rounds=len(run.rounds),
+                lower_bound=lowers[i],
                 **{key: np.nan if failed else float(results[i].diagnostics[key]) for key in ERROR_PIECES},
             ))
         return rows, results
@@ -159,8 +160,9 @@ class RankSelectorMixin:
         results["tol"] = np.array([np.nan if row["tol"] is None else row["tol"] for row in rows], dtype=float)
         if self.method == "rti":  # ladder rounds a rank ran: 0 where its bracket alone took it out
             results["n_rounds"] = np.array([row["n_rounds"] for row in rows])
+            results["lower_bound"] = np.array([row["lower_bound"] for row in rows], dtype=float)
         self.decided_, status, self.decision_ = decision(ranks, results["mean_test_score"], results["std_log_evidence"],
-                                                         results["mode_error"])
+                                                         results["mode_error"], results.get("lower_bound"))
         results["status"] = status
         if self.tol is not None:
             results["within_tol"] = results["std_log_evidence"] <= self.tol
