@@ -5,34 +5,6 @@ functions' and the command line's, so that a change of policy is a change of
 one line and two defaults that differ stand side by side with the reason.
 """
 
-__all__ = [
-    "CLI_DEFAULTS",
-    "DECISION_Z",
-    "DEFAULT_BLOCKS",
-    "RTI_DEFAULTS",
-    "SELECTOR_SCREEN",
-    "SGAIS_BATCH_SIZE",
-    "SGAIS_DEFAULTS",
-    "SGAIS_LEARNING_RATE",
-    "SGAIS_MOMENTUM_DECAY",
-    "STI_BATCH_SIZE",
-    "STI_DEFAULTS",
-    "GMM_SGAIS_DEFAULTS",
-    "DEFAULT_LADDER_POWER",
-    "DEFAULT_TOL",
-    "FASTMATH",
-    "AUTOCORR_WINDOW",
-    "MIN_BATCHES",
-    "PSGLD_ALPHA",
-    "PSGLD_SIGMA",
-    "STEP_DECAY",
-    "LADDER_ATOL",
-    "LANGEVIN_MAX_DRIFT",
-    "MAX_CAPPED_FRACTION",
-    "PARALLEL_MIN_PART",
-    "REWEIGHT_MIN_ESS",
-]
-
 #: Exponent ``c`` of the power ladder ``t_i = (i / T) ** c`` (Friel & Pettitt 2008).
 DEFAULT_LADDER_POWER = 5.0
 
