@@ -265,6 +265,8 @@ def _nmf_rank(args, out):
             "log_evidence": _finite_or_none(selector.log_evidence_),
             "log_evidence_std": _finite_or_none(selector.log_evidence_std_),
             "model_probabilities": _finite_or_none(selector.model_probabilities_),
+            # What every rank's log-evidence is above (null where no bracket ran).
+            "lower_bound": _finite_or_none(selector.cv_results_.get("lower_bound", np.full(len(status), np.nan))),
             "best_rank": int(selector.best_rank_),
             "decided": bool(selector.decided_),
             "decision": selector.decision_,

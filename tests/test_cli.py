@@ -169,6 +169,8 @@ def test_nmf_rank_referenced_path_reports_its_decision(tmp_path):
     pieces = record["error_pieces"]
     assert set(pieces) == {"mc_error", "lag_error", "quadrature_error", "mode_error"}
     np.testing.assert_allclose(np.sqrt(sum(np.square(v) for v in pieces.values())), record["log_evidence_std"])
+    # Every rank was bracketed: a lower bound below its estimate.
+    assert all(low < value for low, value in zip(record["lower_bound"], record["log_evidence"]))
 
 
 def test_nmf_rank_reports_the_noise_floor_it_used(tmp_path):
