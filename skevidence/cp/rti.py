@@ -258,19 +258,8 @@ class RankRun:
 
     # -- the reference ------------------------------------------------------------------------------
 
-    def search(self, n):
-        """Pieces that fit ``n`` more starts (the first search: half of them split ``init``'s components).
-
-        A rank selection screens every rank with a few starts; a rank still in
-        the running takes the rest of its ``n_starts`` before its ladders.
-        """
-        start = time.perf_counter()
-        try:
-            return self._search(n)
-        finally:
-            self.time += time.perf_counter() - start
-
     def _search(self, n):
+        """Pieces that fit ``n`` more starts (the first search: half of them split ``init``'s components)."""
         warm = self.init[: self.n_starts // 2] if not self.fits else []
         starts = [_split_start(warm[k % len(warm)], self.n_components, self.rng) if k < len(warm)
                   else _random_start(self.data, self.n_components, self.rng, _START_TOTAL[self.fit])
@@ -363,8 +352,6 @@ class RankRun:
         if not self.fits:
             return self._search(self.n_starts)
         if self.ladders is None:
-            if self.bounds.size < self.n_starts:  # screened with fewer starts (select_rank): the rest first
-                return self._search(self.n_starts - self.bounds.size)
             # Two halves of the starts that disagree on the best mode by more than that share of tol: more
             # starts, before any chain runs from a reference a better mode would replace.
             if tol is not None and self.mode_error > _SEARCH_SHARE * tol and self.bounds.size < self.max_starts \

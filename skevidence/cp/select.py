@@ -1,12 +1,12 @@
 r"""Choose a CP model's rank by referenced TI: decide first, refine only what is undecided.
 
-Every rank is screened: a quarter of its reference's starts, then its
-bracket (:meth:`~skevidence.cp.rti.RankRun.bracket`: the log-evidence lies
-between the reference's bound and the integrand at the posterior), then, if
-it is still in the running, the rest of its starts and one round of its two
-ladders. A rank whose log-evidence is more than ``DECISION_Z`` combined
-error bars below the best is out and is never refined: a rank whose bracket
-lies that far below runs no ladder at all. So is a rank whose estimate plus
+Every rank is screened: its reference's starts, then its bracket
+(:meth:`~skevidence.cp.rti.RankRun.bracket`: the log-evidence lies between
+the reference's bound and the integrand at the posterior), then, if it is
+still in the running, one round of its two ladders. A rank whose
+log-evidence is more than ``DECISION_Z`` combined error bars below the best
+is out and is never refined: a rank whose bracket lies that far below runs
+no ladder at all. So is a rank whose estimate plus
 ``DECISION_Z`` error bars lies below another rank's lower bound (the lower
 end of its bracket, less ``DECISION_Z`` times its Monte-Carlo error: a bound
 for any reference): the best's own bracket may be wide, its lower end is not
@@ -49,9 +49,6 @@ from .._random import seed_sequence
 from .rti import RankRun, run_pieces
 
 __all__ = ["decision", "in_the_running", "select_rank", "standings"]
-
-#: Every rank is screened with this share of its starts (at least two): most ranks are out after their bracket.
-_SCREEN_SHARE = 4
 
 
 def in_the_running(scores, stds, modes=None, lower_bounds=None):
@@ -131,18 +128,6 @@ def _run_pass(state, plans, n_jobs, report):
                 report(run)
 
 
-def _screen(state, by_rank):
-    """The next pieces of the ranks in the running that have no first round of their ladders yet: the rest of
-    their starts, then that round in two halves."""
-    running = in_the_running(*standings(state.runs, state.errors))
-    plans = {}
-    for i in by_rank:
-        run = state.runs[i]
-        if i not in state.errors and not run.rounds and (running[i] or run.ladders is not None):
-            plans[i] = run.plan(None)
-    return {i: pieces for i, pieces in plans.items() if pieces}
-
-
 def _guarded(piece):
     def run():
         try:
@@ -207,15 +192,17 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
         for i in by_rank:
             run = state.runs[i]
             run.init = [below] if below is not None and run.n_components > below.shape[1] else []
-            _run_pass(state, {i: run.search(max(2, run.n_starts // _SCREEN_SHARE))}, n_jobs, report)
+            _run_pass(state, {i: run.plan(None)}, n_jobs, report)
             if i not in state.errors:
                 below = run.alpha / run.beta
         save()
     if state.passes == 1:
         _run_pass(state, {i: state.runs[i].bracket() for i in by_rank if i not in state.errors}, n_jobs, report)
         save()
-    while plans := _screen(state, by_rank):
-        _run_pass(state, plans, n_jobs, report)
+    while state.passes < 4:  # the ladders' first round, in two halves, for the ranks in the running
+        running = in_the_running(*standings(state.runs, state.errors))
+        _run_pass(state, {i: state.runs[i].plan(None) for i in by_rank if running[i] or
+                          state.runs[i].ladders is not None}, n_jobs, report)
         save()
     while tol is not None:
         values, bars, modes, lowers = standings(state.runs, state.errors)
