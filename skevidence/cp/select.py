@@ -70,15 +70,16 @@ def in_the_running(scores, stds, modes=None, lower_bounds=None):
     best = int(np.argmax(np.where(ok, scores, -np.inf)))
     running = ok & (scores[best] - scores <= DECISION_Z * np.hypot(stds, _down(stds, modes, best)))
     if lower_bounds is not None:
-        running &= scores + DECISION_Z * stds >= _floor(lower_bounds, ok)
+        running &= scores + DECISION_Z * stds >= _floor(lower_bounds, ok)[0]
     running[best] = True
     return running
 
 
 def _floor(lower_bounds, ok):
-    """The largest lower bound of the candidates that did not fail (``-inf`` if none)."""
+    """The largest lower bound of the candidates that did not fail (``-inf`` if none), and whose it is."""
     bounds = np.where(ok, np.nan_to_num(np.asarray(lower_bounds, dtype=np.float64), nan=-np.inf), -np.inf)
-    return float(bounds.max())
+    k = int(np.argmax(bounds))
+    return float(bounds[k]), k
 
 
 def _down(stds, modes, best):
@@ -252,9 +253,8 @@ def decision(ranks, values, bars, modes=None, lower_bounds=None):
         text = (f"decided: the runner-up, rank {ranks[closest]}, is {values[best] - values[closest]:.1f} nats below "
                 f"({min(gaps):.1f} combined error bars")
         if min(gaps) < DECISION_Z:  # out by a lower bound
-            floor = _floor(lower_bounds, ok)
-            text += f"; with {DECISION_Z:g} error bars it lies below the lower bound {floor:.1f} of rank " \
-                    f"{ranks[int(np.nanargmax(np.where(ok, lower_bounds, -np.inf)))]}"
+            floor, k = _floor(lower_bounds, ok)
+            text += f"; with {DECISION_Z:g} error bars it lies below the lower bound {floor:.1f} of rank {ranks[k]}"
         return True, status, text + ")."
     near = [i for i in np.flatnonzero(running)]
     spread = values[best] - values[near].min()

@@ -75,7 +75,8 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     decided_ : bool
         Whether every other rank is more than three combined error bars below
         it (its own bar without the mode-search piece: a better mode can only
-        raise its evidence).
+        raise its evidence), or, with three error bars, below another rank's
+        ``lower_bound``.
     errors_ : dict
         Rank -> error message, for the ranks whose fit failed.
     cv_results_ : dict

@@ -66,6 +66,23 @@ def _dot(a, b):
     return total
 
 
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _max_abs(a):
+    largest = 0.0
+    for d in range(a.shape[0]):
+        for r in range(a.shape[1]):
+            largest = max(largest, abs(a[d, r]))
+    return largest
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _add_scaled(y, a, x):
+    """``y += a * x`` in place, without a temporary array."""
+    for d in range(y.shape[0]):
+        for r in range(y.shape[1]):
+            y[d, r] += a * x[d, r]
+
+
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def laplace_mode(dense2, X, coords, vals, offsets, kappa, floor, constant, rates, phi, max_iter, ftol, gtol):
     """Maximise :func:`log_posterior_phi` over ``phi`` in place; returns ``(its value there, iterations)``.
@@ -91,26 +108,27 @@ def laplace_mode(dense2, X, coords, vals, offsets, kappa, floor, constant, rates
             g[d, r] = -g[d, r]
     n_pairs, newest, it = 0, -1, 0
     while it < max_iter:
-        if np.max(np.abs(g)) <= gtol:
+        if _max_abs(g) <= gtol:
             break
         # The two-loop recursion: q = -H g, H the inverse Hessian of the stored pairs.
         q[:, :] = g
         for k in range(n_pairs):
             j = (newest - k) % MEMORY
             coef[j] = rho[j] * _dot(S[j], q)
-            q -= coef[j] * Y[j]
+            _add_scaled(q, -coef[j], Y[j])
         if n_pairs > 0:
             q *= 1.0 / (rho[newest] * _dot(Y[newest], Y[newest]))
         else:
             q *= 1.0 / math.sqrt(_dot(g, g))
         for k in range(n_pairs - 1, -1, -1):
             j = (newest - k) % MEMORY
-            q += (coef[j] - rho[j] * _dot(Y[j], q)) * S[j]
+            _add_scaled(q, coef[j] - rho[j] * _dot(Y[j], q), S[j])
         q *= -1.0
         slope = _dot(g, q)
         if not slope < 0.0:  # not a descent direction: start the memory afresh from the gradient
             n_pairs = 0
-            q[:, :] = -g / math.sqrt(_dot(g, g))
+            q[:, :] = 0.0
+            _add_scaled(q, -1.0 / math.sqrt(_dot(g, g)), g)
             slope = _dot(g, q)
         step, f_new, found = 1.0, np.inf, False
         for _ in range(_MAX_BACKTRACKS):
