@@ -1,4 +1,4 @@
-"""SemiSupervisedNMF: EM against a per-entry twin, monotone objective, separation, bad input."""
+"""SemiSupervisedNMF: the updates against a per-entry twin, monotone objective, separation, bad input."""
 
 import numpy as np
 import pytest
@@ -13,8 +13,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceW
 # ------------------------------------------------------------------ helpers
 
 
-def _twin_iteration(X, W, H, lam, first_learned=0):
-    """One EM iteration written entry by entry: the W update, then the learned rows of H."""
+def _twin_iteration(X, W, H, lam, first_learned=0, likelihood="poisson"):
+    """One iteration written entry by entry: the W update, then the learned rows of H.
+
+    Poisson: X / V against ones; exponential: the square root of X / V^2 against 1 / V.
+    """
+    power = 2 if likelihood == "exponential" else 1
+    exponent = 0.5 if likelihood == "exponential" else 1.0
     n, R = W.shape
     F = H.shape[1]
     W, H = W.copy(), H.copy()
@@ -28,27 +33,28 @@ def _twin_iteration(X, W, H, lam, first_learned=0):
     W_new = np.empty_like(W)
     for i in range(n):
         for r in range(R):
-            num = sum(X[i, j] / V[i, j] * H[r, j] for j in range(F))
-            den = sum(H[r, j] for j in range(F)) + lam
-            W_new[i, r] = W[i, r] * num / den
+            num = sum(X[i, j] / V[i, j] ** power * H[r, j] for j in range(F))
+            den = sum(H[r, j] / V[i, j] ** (power - 1) for j in range(F)) + lam
+            W_new[i, r] = W[i, r] * (num / den) ** exponent
     V = intensity(W_new, H)
     H_new = H.copy()
     for r in range(first_learned, R):
         for j in range(F):
-            num = sum(W_new[i, r] * X[i, j] / V[i, j] for i in range(n))
-            den = sum(W_new[i, r] for i in range(n)) + lam
-            H_new[r, j] = H[r, j] * num / den
+            num = sum(W_new[i, r] * X[i, j] / V[i, j] ** power for i in range(n))
+            den = sum(W_new[i, r] / V[i, j] ** (power - 1) for i in range(n)) + lam
+            H_new[r, j] = H[r, j] * (num / den) ** exponent
     return W_new, H_new
 
 
-def _twin_objective(X, W, H, lam, first_learned=0):
+def _twin_objective(X, W, H, lam, first_learned=0, likelihood="poisson"):
     V = W @ H
-    kl = sum(
-        (X[i, j] * np.log(X[i, j] / V[i, j]) if X[i, j] > 0 else 0.0) - X[i, j] + V[i, j]
-        for i in range(X.shape[0])
-        for j in range(X.shape[1])
-    )
-    return kl + lam * (W.sum() + H[first_learned:].sum())
+    if likelihood == "poisson":
+        divergence = sum((X[i, j] * np.log(X[i, j] / V[i, j]) if X[i, j] > 0 else 0.0) - X[i, j] + V[i, j]
+                         for i in range(X.shape[0]) for j in range(X.shape[1]))
+    else:  # Itakura-Saito, for positive X
+        divergence = sum(X[i, j] / V[i, j] - np.log(X[i, j] / V[i, j]) - 1.0
+                         for i in range(X.shape[0]) for j in range(X.shape[1]))
+    return divergence + lam * (W.sum() + H[first_learned:].sum())
 
 
 def _disjoint_problem(seed, n_frames=120, n_freq=40, r_sp=4, r_no=2, scale=50.0):
@@ -74,6 +80,13 @@ def _disjoint_problem(seed, n_frames=120, n_freq=40, r_sp=4, r_no=2, scale=50.0)
     return clean, speech, noise, H_sp, H_no
 
 
+def _exponential_nmf(seed, shape=(60, 25), rank=3, scale=20.0):
+    """A power spectrogram's model: exponential entries of mean W H."""
+    rng = np.random.default_rng(seed)
+    V = scale * rng.exponential(size=(shape[0], rank)) @ rng.exponential(size=(rank, shape[1]))
+    return V * rng.exponential(size=shape)
+
+
 def _poisson_nmf(seed, shape=(60, 25), rank=3, scale=20.0):
     rng = np.random.default_rng(seed)
     W = rng.exponential(size=(shape[0], rank))
@@ -84,7 +97,9 @@ def _poisson_nmf(seed, shape=(60, 25), rank=3, scale=20.0):
 
 
 @parametrize_with_checks(
-    [SemiSupervisedNMF(n_components=2, n_noise_components=1, max_iter=30, random_state=0)],
+    [SemiSupervisedNMF(n_components=2, n_noise_components=1, max_iter=30, random_state=0),
+     SemiSupervisedNMF(n_components=2, n_noise_components=1, likelihood="exponential", max_iter=30,
+                       random_state=0)],
     expected_failed_checks=lambda est: {
         "check_methods_subset_invariance": (
             "transform learns a noise dictionary shared by all frames of the mixture, so a "
@@ -99,31 +114,38 @@ def test_sklearn_compatible_estimator(estimator, check):
 # ------------------------------------------------------------------ the EM updates
 
 
+@pytest.mark.parametrize("likelihood", ["poisson", "exponential"])
 @pytest.mark.parametrize("first_learned", [0, 2])
 @pytest.mark.parametrize("lam", [0.0, 0.7])
-def test_one_iteration_equals_the_per_entry_twin(first_learned, lam):
+def test_one_iteration_equals_the_per_entry_twin(first_learned, lam, likelihood):
     rng = np.random.default_rng(1)
-    X = rng.poisson(3.0, size=(6, 5)).astype(float)
-    X[0, 0] = 0.0
+    if likelihood == "poisson":
+        X = rng.poisson(3.0, size=(6, 5)).astype(float)
+        X[0, 0] = 0.0
+    else:
+        X = rng.exponential(3.0, size=(6, 5))
     W0 = rng.uniform(0.2, 1.5, size=(6, 4))
     H0 = rng.uniform(0.2, 1.5, size=(4, 5))
     W, H, path, n_iter, _ = _em(X, W0.copy(), H0.copy(), prior_rate=lam, max_iter=1, tol=0.0,
-                                first_learned=first_learned)
-    W_twin, H_twin = _twin_iteration(X, W0, H0, lam, first_learned)
+                                first_learned=first_learned, likelihood=likelihood)
+    W_twin, H_twin = _twin_iteration(X, W0, H0, lam, first_learned, likelihood)
     np.testing.assert_allclose(W, W_twin, rtol=1e-12)
     np.testing.assert_allclose(H, H_twin, rtol=1e-12)
     np.testing.assert_array_equal(H[:first_learned], H0[:first_learned])
     assert n_iter == 1 and path.shape == (2,)
-    np.testing.assert_allclose(path[0], _twin_objective(X, W0, H0, lam, first_learned), rtol=1e-12)
+    np.testing.assert_allclose(path[0], _twin_objective(X, W0, H0, lam, first_learned, likelihood), rtol=1e-12)
     np.testing.assert_allclose(
-        path[1], _twin_objective(X, W_twin, H_twin, lam, first_learned), rtol=1e-12
+        path[1], _twin_objective(X, W_twin, H_twin, lam, first_learned, likelihood), rtol=1e-12
     )
+    assert path[1] <= path[0]
 
 
-def test_fit_objective_never_increases():
-    X = _poisson_nmf(2).astype(float)
+@pytest.mark.parametrize("likelihood", ["poisson", "exponential"])
+def test_fit_objective_never_increases(likelihood):
+    X = _poisson_nmf(2).astype(float) if likelihood == "poisson" else _exponential_nmf(2)
     lam = 0.05
-    est = SemiSupervisedNMF(n_components=3, prior_rate=lam, max_iter=400, tol=0.0, random_state=0)
+    est = SemiSupervisedNMF(n_components=3, likelihood=likelihood, prior_rate=lam, max_iter=400, tol=0.0,
+                            random_state=0)
     est.fit(X)
     path = est.objective_path_
     assert est.n_iter_ == 400 and path.shape == (401,)
@@ -146,6 +168,54 @@ def test_fit_reaches_a_stationary_point_of_the_posterior():
         active = factor > 1e-3 * factor.max()
         assert np.abs(ratio[active] - 1).max() < 1e-3
         assert np.all(ratio[~active] <= 1 + 1e-2)
+
+
+def test_exponential_fit_reaches_a_stationary_point_of_the_posterior():
+    """Run long, the Itakura-Saito updates satisfy the MAP's stationarity (KKT) conditions: at a fixed point
+    of the multiplicative step, X / V^2 against 1 / V plus the prior rate balance on every active entry."""
+    X = _exponential_nmf(13)
+    lam = 0.3
+    rng = np.random.default_rng(0)
+    W, H, *_ = _em(X, rng.uniform(0.5, 1.5, (60, 3)), rng.uniform(0.5, 1.5, (3, 25)), prior_rate=lam,
+                   max_iter=20000, tol=1e-14, likelihood="exponential")
+    V = W @ H
+    for factor, ratio in ((W, ((X / V**2) @ H.T) / ((1 / V) @ H.T + lam)),
+                          (H, (W.T @ (X / V**2)) / (W.T @ (1 / V) + lam))):  # fmt: skip
+        active = factor > 1e-3 * factor.max()
+        assert np.abs(ratio[active] - 1).max() < 1e-3
+        assert np.all(ratio[~active] <= 1 + 1e-2)
+
+
+def test_prior_rate_auto():
+    X = _exponential_nmf(3)
+    assert SemiSupervisedNMF(n_components=3, max_iter=2).fit(X).prior_rate_ == 0.0004
+    exponential = SemiSupervisedNMF(n_components=3, likelihood="exponential", max_iter=2).fit(X)
+    assert exponential.prior_rate_ == pytest.approx(np.sqrt(3 / X.mean()), rel=1e-12)
+    # The rule reads the dictionary's size when the dictionary is given.
+    given = SemiSupervisedNMF(likelihood="exponential", speech_components=np.ones((5, X.shape[1]))).fit(X)
+    assert given.prior_rate_ == pytest.approx(np.sqrt(5 / X.mean()), rel=1e-12)
+    assert SemiSupervisedNMF(n_components=3, prior_rate=0.2, max_iter=2).fit(X).prior_rate_ == 0.2
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_exponential_mask_recovers_speech_with_disjoint_supports(seed):
+    """On power spectrograms (exponential entries) the mask is 1 where only speech has energy and 0 where only
+    noise has, and denoise gives back the speech bins of the mixture."""
+    clean, speech, noise, H_sp, _ = _disjoint_problem(seed)
+    rng = np.random.default_rng(seed)
+    clean = (clean + 1e-3) * rng.exponential(size=clean.shape)
+    X = (speech + noise + 1e-3) * rng.exponential(size=speech.shape)
+    est = SemiSupervisedNMF(n_components=4, n_noise_components=2, likelihood="exponential", max_iter=500,
+                            random_state=0).fit(clean)
+    result = est.decompose(X)
+    mask = result.mask
+    speech_bins, noise_bins = speech > 1e-3 * speech.max(), noise > 1e-3 * noise.max()
+    assert np.median(mask[speech_bins & ~noise_bins]) > 0.95
+    assert np.median(mask[noise_bins & ~speech_bins]) < 0.05
+    np.testing.assert_array_equal(est.denoise(X), mask**2 * X)
+    kept = np.where(speech_bins, X, 0.0)
+    assert np.linalg.norm(est.denoise(X) - kept) < 0.1 * np.linalg.norm(kept)
+    assert np.linalg.norm(X - kept) > 0.3 * np.linalg.norm(kept)
 
 
 def test_separation_objective_never_increases_and_speech_dictionary_stays_fixed():
@@ -304,6 +374,8 @@ def test_bad_data_raise_value_error(X, match):
         ({"prior_rate": -1.0}, "prior_rate"),
         ({"prior_rate": np.inf}, "prior_rate"),
         ({"prior_rate": np.nan}, "prior_rate"),
+        ({"prior_rate": "fast"}, "prior_rate"),
+        ({"likelihood": "gamma"}, "likelihood"),
         ({"max_iter": 0}, "max_iter"),
         ({"tol": -1e-3}, "tol"),
         ({"n_components": 2.5}, "n_components"),

@@ -1,4 +1,5 @@
-"""Semi-supervised speech + noise Poisson NMF (Şimşekli et al. 2016, §4.2, eq. 14) for speech enhancement."""
+"""Semi-supervised speech + noise NMF for speech enhancement: Poisson (Şimşekli et al. 2016, §4.2, eq. 14) or
+exponential (Itakura–Saito; Févotte, Bertin and Durrieu 2009)."""
 
 import warnings
 from dataclasses import dataclass, fields
@@ -14,7 +15,7 @@ from sklearn.base import (
 )
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
@@ -28,6 +29,9 @@ __all__ = ["SemiSupervisedNMF", "SeparationResult"]
 _REL_FLOOR = 1e-12
 _TINY = np.finfo(np.float64).tiny
 
+#: ``prior_rate="auto"`` under the Poisson likelihood: Şimşekli et al. (2016)'s rate on 16-bit magnitudes.
+_PAPER_PRIOR_RATE = 0.0004
+
 
 def _floor_of(X):
     return max(_REL_FLOOR * float(X.max(initial=0.0)), _TINY)
@@ -38,46 +42,84 @@ def _kl_constant(X):
     return float(np.sum(xlogy(X, X) - X))
 
 
-def _objective(X, V, constant, activations, learned_components, prior_rate):
-    r"""Negative log posterior up to a constant: :math:`D_{KL}(X \| V) + \lambda(\sum W + \sum H)`.
+def _is_constant(X, floor):
+    r""":math:`\sum \log X + 1`, the part of the IS divergence that depends on ``X`` only (``X`` floored)."""
+    return float(np.sum(np.log(np.maximum(X, floor)) + 1.0))
 
-    The generalised KL divergence :math:`\sum X \log(X/V) - X + V` differs from
-    the Poisson negative log-likelihood :math:`\sum V - X \log V + \log\Gamma(X+1)`
-    by a constant of ``X`` only, and is zero for a perfect fit, which makes
-    its relative decrease a meaningful stopping rule. ``V`` is floored, so its
-    log is finite; ``constant`` is :func:`_kl_constant` of ``X``.
+
+#: The likelihoods and, for each, the part of its divergence that depends on ``X`` only.
+_CONSTANTS = {"poisson": lambda X, floor: _kl_constant(X), "exponential": _is_constant}
+
+
+def _objective(X, V, constant, activations, learned_components, prior_rate, likelihood="poisson"):
+    r"""Negative log posterior up to a constant: a divergence :math:`D(X \| V)` plus :math:`\lambda(\sum W + \sum H)`.
+
+    Poisson: the generalised KL divergence :math:`\sum X \log(X/V) - X + V`,
+    which differs from the Poisson negative log-likelihood
+    :math:`\sum V - X \log V + \log\Gamma(X+1)` by a constant of ``X``
+    only. Exponential: the Itakura–Saito divergence :math:`\sum X/V - \log(X/V)
+    - 1`, the exponential negative log-likelihood :math:`\sum \log V + X/V`
+    less a constant of ``X`` (zeros of ``X`` taken at the floor of ``V``).
+    Either is zero for a perfect fit, which makes its relative decrease a
+    meaningful stopping rule. ``V`` is floored, so its log is finite;
+    ``constant`` is the likelihood's entry of ``_CONSTANTS``.
     """
-    divergence = constant + float(V.sum()) - float(np.sum(X * np.log(V)))
+    if likelihood == "poisson":
+        divergence = constant + float(V.sum()) - float(np.sum(X * np.log(V)))
+    else:
+        divergence = float(np.sum(X / V + np.log(V))) - constant
     return divergence + prior_rate * float(activations.sum() + learned_components.sum())
 
 
-def _em(X, W, H, *, prior_rate, max_iter, tol, first_learned=0):
-    r"""MAP of Poisson NMF with exponential priors by EM, from ``(W, H)``, in place.
+def _parts(X, V, likelihood):
+    """The multiplicative update's numerator and denominator terms at ``V``: ``X / V`` against ones (Poisson),
+    ``X / V**2`` against ``1 / V`` (exponential); ``None`` stands for the ones."""
+    if likelihood == "poisson":
+        return X / V, None
+    inverse = 1.0 / V
+    return X * inverse * inverse, inverse
+
+
+def _multiplier(numerator, denominator, likelihood):
+    """The multiplicative update's factor: the ratio, or its square root (the IS divergence's MM step)."""
+    ratio = numerator / np.maximum(denominator, _TINY)
+    return ratio if likelihood == "poisson" else np.sqrt(ratio)
+
+
+def _em(X, W, H, *, prior_rate, max_iter, tol, first_learned=0, likelihood="poisson"):
+    r"""MAP of Poisson or exponential NMF with exponential priors by multiplicative updates, from ``(W, H)``, in place.
 
     Each iteration updates ``W`` given ``H``, then the rows
-    ``H[first_learned:]`` given ``W`` (the rows above stay fixed). Both are
+    ``H[first_learned:]`` given ``W`` (the rows above stay fixed). Poisson:
     the EM steps of the latent-source augmentation (Cemgil 2009), i.e. Lee &
     Seung's KL multiplicative updates with the prior rate added to the
-    denominator, so the objective never increases. It stops when an
-    iteration decreases the objective by at most ``tol`` times its value
-    (never with ``tol=0``), or after ``max_iter`` iterations.
+    denominator. Exponential: the majorisation-minimisation steps of the
+    Itakura–Saito divergence (Févotte and Idier 2011), the factor
+    :math:`\big(W^\top (X V^{-2}) / (W^\top V^{-1} + \lambda)\big)^{1/2}`
+    (the convex :math:`X/V` majorised by Jensen's inequality, the concave
+    :math:`\log V` by its tangent, the prior's linear term kept). Either way
+    the objective never increases. It stops when an iteration decreases the
+    objective by at most ``tol`` times its value (never with ``tol=0``), or
+    after ``max_iter`` iterations.
 
     Returns ``(W, H, objective_path, n_iter, converged)``; ``objective_path``
     has ``n_iter + 1`` entries, the first at the starting point.
     """
     floor = _floor_of(X)
-    constant = _kl_constant(X)
+    constant = _CONSTANTS[likelihood](X, floor)
     path = []
     for n_iter in range(max_iter + 1):
         V = np.maximum(W @ H, floor)
-        path.append(_objective(X, V, constant, W, H[first_learned:], prior_rate))
-        converged = n_iter > 0 and tol > 0 and path[-2] - path[-1] <= tol * max(path[-2], _TINY)
+        path.append(_objective(X, V, constant, W, H[first_learned:], prior_rate, likelihood))
+        converged = n_iter > 0 and tol > 0 and path[-2] - path[-1] <= tol * abs(path[-2])
         if converged or n_iter == max_iter:
             return W, H, np.asarray(path), n_iter, converged
-        W *= ((X / V) @ H.T) / np.maximum(H.sum(axis=1) + prior_rate, _TINY)
+        ratio, unit = _parts(X, V, likelihood)
+        W *= _multiplier(ratio @ H.T, (H.sum(axis=1) if unit is None else unit @ H.T) + prior_rate, likelihood)
         learned = W[:, first_learned:]
-        ratio = X / np.maximum(W @ H, floor)
-        H[first_learned:] *= (learned.T @ ratio) / np.maximum(learned.sum(axis=0) + prior_rate, _TINY)[:, None]
+        ratio, unit = _parts(X, np.maximum(W @ H, floor), likelihood)
+        H[first_learned:] *= _multiplier(learned.T @ ratio, (learned.sum(axis=0)[:, None] if unit is None
+                                                             else learned.T @ unit) + prior_rate, likelihood)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -148,18 +190,21 @@ class SeparationResult:
 
 @fill_doc
 class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    r"""Speech enhancement by semi-supervised Poisson NMF (speech dictionary fixed, noise learned).
+    r"""Speech enhancement by semi-supervised NMF (speech dictionary fixed, noise learned), Poisson or exponential.
 
-    A noisy magnitude spectrogram ``X`` of shape ``(n_frames, n_freq)``
-    (frames are rows, as everywhere in scikit-learn) is modelled as
+    A noisy spectrogram ``X`` of shape ``(n_frames, n_freq)`` (frames are
+    rows, as everywhere in scikit-learn) is modelled as
 
     .. math::
-        X_{tf} \sim \mathcal{PO}\Big(\sum_{r=1}^{R_{sp}} W^{sp}_{tr} H^{sp}_{rf}
-        + \sum_{r=1}^{R_{no}} W^{no}_{tr} H^{no}_{rf}\Big)
+        X_{tf} \sim \mathcal{PO}(V_{tf}) \text{ or } \mathcal{E}(V_{tf}),
+        \qquad V_{tf} = \sum_{r=1}^{R_{sp}} W^{sp}_{tr} H^{sp}_{rf}
+        + \sum_{r=1}^{R_{no}} W^{no}_{tr} H^{no}_{rf}
 
     for frame :math:`t` and frequency :math:`f`, with exponential priors of
-    rate ``prior_rate`` on every factor. This is Şimşekli et al. (2016),
-    eq. 14, transposed: the paper's speech dictionary :math:`W^{sp}` is
+    rate ``prior_rate`` on every factor: Poisson for a magnitude spectrogram,
+    exponential (mean :math:`V`) for a power spectrogram, whose MAP is
+    Itakura–Saito NMF (Févotte, Bertin and Durrieu 2009). The Poisson model
+    is Şimşekli et al. (2016), eq. 14, transposed: the paper's speech dictionary :math:`W^{sp}` is
     :math:`H^{sp}` = ``components_`` here. ``fit`` learns the speech dictionary
     on clean speech, or takes it from ``speech_components``. :meth:`decompose`
     holds it fixed and learns, on the mixture, a small noise dictionary
@@ -168,17 +213,21 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     :math:`V^{sp} = W^{sp} H^{sp}`, :math:`V^{no} = W^{no} H^{no}`
     (:meth:`speech_mask`, :meth:`denoise`).
 
-    All factors are MAP estimates by EM, which for this model are Lee &
-    Seung's multiplicative updates for the KL divergence with the prior rate
-    :math:`\lambda` added to the denominators (Cemgil 2009), with
-    :math:`V = WH`:
+    All factors are MAP estimates by multiplicative updates, with
+    :math:`V = WH`. Poisson: EM, Lee & Seung's updates for the KL divergence
+    with the prior rate :math:`\lambda` added to the denominators (Cemgil
+    2009); exponential: the majorisation-minimisation updates of the
+    Itakura–Saito divergence (Févotte and Idier 2011), likewise penalised:
 
     .. math::
-        W \leftarrow W \odot \frac{(X / V) H^\top}{\mathbf{1} H^\top + \lambda},
+        H \leftarrow H \odot \frac{W^\top (X / V)}{W^\top \mathbf{1} + \lambda}
+        \quad\text{(Poisson)},
         \qquad
-        H \leftarrow H \odot \frac{W^\top (X / V)}{W^\top \mathbf{1} + \lambda}.
+        H \leftarrow H \odot \Big(\frac{W^\top (X / V^2)}{W^\top V^{-1} + \lambda}\Big)^{1/2}
+        \quad\text{(exponential)},
 
-    The negative log posterior never increases.
+    and their mirror images for :math:`W`. The negative log posterior never
+    increases.
 
     Read more in the :ref:`User Guide <speech_enhancement>`.
 
@@ -193,10 +242,20 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         Size :math:`R_{no}` of the noise dictionary learned on each mixture
         (Şimşekli et al. 2016 use 5); at most the number of frames of the
         mixture.
-    prior_rate : float, default=0.0004
-        Rate :math:`\lambda` of the exponential priors on all factors (the
-        value of Şimşekli et al. 2016 for magnitude spectrograms of 16-bit
-        audio). ``0`` gives the maximum-likelihood factorisation.
+    likelihood : {"poisson", "exponential"}, default="poisson"
+        Density of the spectrogram given :math:`V`: ``"poisson"`` for a
+        magnitude spectrogram (the paper's model, KL divergence),
+        ``"exponential"`` for a power spectrogram (``power=2`` in
+        :class:`~skevidence.audio.SpectrogramTransformer`; Itakura–Saito
+        divergence, blind to the recording's level but for the prior).
+    prior_rate : float or "auto", default="auto"
+        Rate :math:`\lambda` of the exponential priors on all factors. ``0``
+        gives the maximum-likelihood factorisation. ``"auto"``: 0.0004 under
+        the Poisson likelihood (the value of Şimşekli et al. 2016 for
+        magnitude spectrograms of 16-bit audio); under the exponential one
+        :math:`\sqrt{R_{sp} / \bar X}` of the training spectrogram, at which
+        the prior mean of :math:`W^{sp} H^{sp}` is the data's mean (the
+        command line's rule).
     max_iter : int, default=200
         Maximum number of EM iterations, in ``fit`` and in each separation
         (see Notes).
@@ -219,14 +278,16 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         The speech dictionary, one spectral atom per row.
     n_iter_ : int
         EM iterations run by ``fit`` (0 when ``speech_components`` is given).
+    prior_rate_ : float
+        The prior rate used, ``prior_rate`` or its ``"auto"`` value.
     reconstruction_err_ : float
-        Generalised KL divergence :math:`D_{KL}(X \| WH)` of the training
-        data at the end of ``fit`` (NaN when ``speech_components`` is given:
-        nothing was fitted).
+        Divergence of the training data from :math:`WH` at the end of
+        ``fit``: generalised KL (Poisson) or Itakura–Saito (exponential); NaN
+        when ``speech_components`` is given: nothing was fitted.
     objective_path_ : ndarray of shape (`n_iter_` + 1,)
-        Negative log posterior (up to a constant), :math:`D_{KL} +
-        \lambda(\sum W + \sum H)`, at the start and after each iteration of
-        ``fit``; empty when ``speech_components`` is given.
+        Negative log posterior (up to a constant), the divergence plus
+        :math:`\lambda(\sum W + \sum H)`, at the start and after each
+        iteration of ``fit``; empty when ``speech_components`` is given.
     n_features_in_ : int
         Number of frequencies seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -258,7 +319,10 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     The Poisson likelihood is not scale-invariant: ``prior_rate`` and the
     scale of the spectrogram go together (Şimşekli et al. 2016 use 0.0004 on
     the magnitudes of 16-bit samples, the default of
-    :class:`~skevidence.audio.SpectrogramTransformer`).
+    :class:`~skevidence.audio.SpectrogramTransformer`). The Itakura–Saito
+    divergence is, and ``prior_rate="auto"`` follows the training data's
+    level; zeros in an exponential model's ``X`` (digital silence) pull
+    :math:`V` to zero there, so leave all-zero frames out.
 
     References
     ----------
@@ -271,6 +335,13 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     D. D. Lee, H. S. Seung, "Algorithms for non-negative matrix
     factorization", NIPS 2000.
+
+    C. Févotte, N. Bertin, J.-L. Durrieu, "Nonnegative matrix factorization
+    with the Itakura-Saito divergence: with application to music analysis",
+    Neural Computation, 2009.
+
+    C. Févotte, J. Idier, "Algorithms for nonnegative matrix factorization
+    with the beta-divergence", Neural Computation, 2011.
 
     Examples
     --------
@@ -298,15 +369,16 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "n_noise_components": [Interval(Integral, 1, None, closed="left")],
-        "prior_rate": [Interval(Real, 0, None, closed="left")],
+        "likelihood": [StrOptions({"poisson", "exponential"})],
+        "prior_rate": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "speech_components": ["array-like", None],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, n_components=32, n_noise_components=5, *, prior_rate=0.0004, max_iter=200, tol=1e-4,
-                 speech_components=None, random_state=None):
+    def __init__(self, n_components=32, n_noise_components=5, *, likelihood="poisson", prior_rate="auto",
+                 max_iter=200, tol=1e-4, speech_components=None, random_state=None):
         store_init_params(self, locals())
 
     def __sklearn_tags__(self):
@@ -324,9 +396,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     def _run_em(self, X, W, H, where, stacklevel, first_learned=0):
         """:func:`_em` with this estimator's settings; a ConvergenceWarning naming ``where`` if it stops at max_iter."""
-        W, H, path, n_iter, converged = _em(
-            X, W, H, prior_rate=self.prior_rate, max_iter=self.max_iter, tol=self.tol, first_learned=first_learned
-        )
+        W, H, path, n_iter, converged = _em(X, W, H, prior_rate=self.prior_rate_, max_iter=self.max_iter, tol=self.tol,
+                                            first_learned=first_learned, likelihood=self.likelihood)
         if self.tol > 0 and not converged:
             warnings.warn(f"{where}: EM did not reach tol={self.tol} in max_iter={self.max_iter} iterations; increase "
                           "max_iter (or tol).", ConvergenceWarning, stacklevel=stacklevel)
@@ -344,6 +415,13 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         %(y_ignored_fitted)s
         """
         X = self._validate_input(X, reset=True)
+        if self.prior_rate != "auto":
+            self.prior_rate_ = float(self.prior_rate)
+        elif self.likelihood == "poisson":
+            self.prior_rate_ = _PAPER_PRIOR_RATE
+        else:
+            n_atoms = self.n_components if self.speech_components is None else len(self.speech_components)
+            self.prior_rate_ = float(np.sqrt(n_atoms / max(float(X.mean()), _TINY)))
         if self.speech_components is not None:
             H = check_array(self.speech_components, dtype=np.float64, ensure_non_negative=True,
                             input_name="speech_components")
@@ -368,8 +446,10 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self.components_ = H
         self.n_iter_ = n_iter
         self.objective_path_ = path
-        V = np.maximum(W @ H, _floor_of(X))
-        self.reconstruction_err_ = _objective(X, V, _kl_constant(X), W, H[:0], 0.0)
+        floor = _floor_of(X)
+        V = np.maximum(W @ H, floor)
+        self.reconstruction_err_ = _objective(X, V, _CONSTANTS[self.likelihood](X, floor), W, H[:0], 0.0,
+                                              self.likelihood)
         return self
 
     def decompose(self, X):
@@ -442,9 +522,12 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         return self.decompose(X).mask
 
     def denoise(self, X):
-        """Speech magnitude estimate: the speech mask times the mixture.
+        """Speech estimate: the mixture's STFT through the speech mask, in the units of ``X``.
 
-        Multiply by the mixture's phase and invert the STFT to get a waveform.
+        The mask times a magnitude spectrogram (Poisson), the mask squared
+        times a power spectrogram (exponential): either way the square root
+        of a power, times the mixture's phase, inverts to the waveform of the
+        masked STFT.
 
         Parameters
         ----------
@@ -452,12 +535,14 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Returns
         -------
-        speech_magnitude : ndarray of shape (n_frames, n_freq)
-            ``speech_mask(X) * X``.
+        speech : ndarray of shape (n_frames, n_freq)
+            ``speech_mask(X) * X`` (Poisson) or ``speech_mask(X) ** 2 * X``
+            (exponential).
         """
         check_is_fitted(self)
         X = self._validate_input(X, reset=False)
-        return self.decompose(X).mask * X
+        mask = self.decompose(X).mask
+        return (mask if self.likelihood == "poisson" else mask**2) * X
 
     def transform(self, X):
         """Speech activations of a mixture (noise modelled and discarded).
