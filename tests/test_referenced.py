@@ -24,7 +24,8 @@ from skevidence.cp.kernels.hmc import (
     symmetric_log_q,
 )
 from skevidence.cp.kernels.passes import entry_pass, log_likelihood
-from skevidence.cp.reference import _rescale_components, variational_reference
+from skevidence.cp.kernels.vb import _rescale_components
+from skevidence.cp.reference import variational_reference
 from skevidence.cp.rti import referenced_ti_log_evidence
 from skevidence.evidence._ladder import rti_temperatures, simpson_weights
 

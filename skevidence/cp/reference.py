@@ -11,13 +11,13 @@ factorisation's posterior has many modes beyond its relabellings, and
 import math
 
 import numpy as np
-from scipy.special import digamma, gammaln
 from sklearn.utils import check_random_state
 
 from .data import CPData
 from .kernels.fit import map_fit
 from .kernels.lbfgs import PHI_BOUND, laplace_mode
-from .kernels.passes import entry_pass, fisher_pass, log_likelihood
+from .kernels.passes import fisher_pass, log_likelihood
+from .kernels.vb import vb_sweeps
 from .model import check_prior_rates
 
 __all__ = ["laplace_reference", "mode_search_error", "variational_reference"]
@@ -32,10 +32,6 @@ _VB_MAX_ITER = 1000
 # starts cost a fraction of a round (a 12x10x8 tensor at rank 6: 0.13 s a start, 21 s the first
 # round; its mode piece 0.99, 0.51, 0.28 at 16, 32, 64 starts).
 _SEARCH_SHARE = 1.0 / math.sqrt(2.0)
-
-#: Most Newton steps of the move along the components' scale ridges, and the relative step that ends them.
-_RIDGE_MAX_NEWTON = 100
-_RIDGE_RTOL = 1e-13
 
 #: Sweeps of multiplicative updates that take a start to the posterior's mode before the VB or Laplace fit,
 #: and the relative change of the log posterior at which they stop.
@@ -95,66 +91,13 @@ def _mode(data, R, rates, start, a):
 
 
 def vb_fit(data, R, rates, start):
-    """One mean-field VB fit from the posterior mode found from ``start``: ``(bound, alpha, beta)``."""
-    offsets, shape = data.offsets, data.shape
-    D, N = offsets[-1], len(shape)
-    alpha = np.full((D, R), 1.0)
+    """One mean-field VB fit from the posterior mode found from ``start``: ``(bound, alpha, beta)``
+    (:func:`~skevidence.cp.kernels.vb.vb_sweeps`)."""
+    alpha = np.full((data.offsets[-1], R), 1.0)
     beta = alpha / np.maximum(_mode(data, R, rates, start, 1.0), 1e-12 * np.max(start))
-    S = np.empty((D, R))
-    bound_old = -np.inf
-    bound = -np.inf
-    for it in range(_VB_MAX_ITER):
-        G = np.exp(digamma(alpha) - np.log(beta))
-        x_log_v = entry_pass(*data.pass_args()[:4], G, data.offsets, 0.0, 0.0, S, True)
-        # The bound at the current q (sources at their optimum for it).
-        means = alpha / beta
-        sums = np.stack([means[offsets[m]:offsets[m + 1]].sum(axis=0) for m in range(N)])
-        bound = (x_log_v - data.constant - np.prod(sums, axis=0).sum()
-                 + np.sum(np.log(rates)[:, None] - rates[:, None] * means + alpha - np.log(beta) + gammaln(alpha)
-                          + (1.0 - alpha) * digamma(alpha)))
-        if it > 5 and abs(bound - bound_old) <= _VB_RTOL * abs(bound):
-            break
-        bound_old = bound
-        alpha = 1.0 + G * S
-        for m in range(N):
-            means = alpha / beta
-            others = np.ones(R)
-            for k in range(N):
-                if k != m:
-                    others *= means[offsets[k]:offsets[k + 1]].sum(axis=0)
-            beta[offsets[m]:offsets[m + 1]] = rates[offsets[m]:offsets[m + 1], None] + others
-        _rescale_components(alpha, beta, rates, offsets)
+    dense2, X, coords, vals, offsets, _, _ = data.pass_args()
+    bound, _ = vb_sweeps(dense2, X, coords, vals, offsets, data.constant, rates, alpha, beta, _VB_MAX_ITER, _VB_RTOL)
     return bound, alpha, beta
-
-
-def _rescale_components(alpha, beta, rates, offsets):
-    r"""Move every component of ``q`` to the bound's maximum along its scale ridges, in place.
-
-    Scaling component :math:`r`'s factors of mode :math:`k` by :math:`s_k`, with
-    :math:`\prod_k s_k = 1` (rates :math:`\beta / s_k`), leaves the likelihood's terms of the bound
-    as they are; the prior's and the entropy's change by
-    :math:`\sum_k (n_k \log s_k - A_k s_k)`, with :math:`A_k` the rate-weighted sum of the mode's
-    factor means and :math:`n_k` its size. At the maximum :math:`A_k s_k - n_k` is the same
-    :math:`y` for every mode, where :math:`\prod_k (y + n_k) = \prod_k A_k`: one equation a
-    component, solved by Newton's method (two modes: a quadratic). Coordinate ascent alone
-    crawls along these ridges (on the bundled clip's Poisson spectrogram at rank 1: still 0.3
-    nats a sweep after 1,000 sweeps, 112 nats below this maximum, which three sweeps with the
-    move reach).
-    """
-    modes = [slice(lo, hi) for lo, hi in zip(offsets[:-1], offsets[1:])]
-    A = np.array([np.sum(rates[m, None] * alpha[m] / beta[m], axis=0) for m in modes])
-    n = np.diff(offsets).astype(np.float64)[:, None]
-    target = np.sum(np.log(A), axis=0)
-    # Newton's method on the convex prod_k (y + n_k) - prod_k A_k, from the right of the root (at the
-    # geometric mean of A the product is not below the target), stays right of it and converges.
-    y = np.exp(target / len(modes))
-    for _ in range(_RIDGE_MAX_NEWTON):
-        step = -np.expm1(target - np.sum(np.log(y + n), axis=0)) / np.sum(1.0 / (y + n), axis=0)
-        y = y - step
-        if np.all(np.abs(step) <= _RIDGE_RTOL * (np.abs(y) + n.min())):
-            break
-    for m, scale in zip(modes, (y + n) / A):
-        beta[m] /= scale
 
 
 def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, random_state=None):
@@ -163,7 +106,7 @@ def variational_reference(X, n_components, prior_rates=1.0, *, n_starts=8, rando
     :math:`q(F) = \prod \mathrm{Gamma}(F^{(m)}_{ir}; \alpha^{(m)}_{ir}, \beta^{(m)}_{ir})`
     with the latent-source updates of Cemgil (2009) under exponential priors,
     each sweep ended by a closed-form move of every component along its scale
-    ridges (:func:`_rescale_components`); non-integer data are accepted (the bound is then that of the Poisson
+    ridges (:mod:`~skevidence.cp.kernels.vb`); non-integer data are accepted (the bound is then that of the Poisson
     density extended by :math:`\Gamma(x + 1)`).
 
     Returns

@@ -1,0 +1,157 @@
+r"""Mean-field variational Bayes for Poisson CP models: the reference's fit for counts.
+
+:math:`q(F) = \prod \mathrm{Gamma}(F^{(m)}_{ir}; \alpha^{(m)}_{ir}, \beta^{(m)}_{ir})`
+under exponential priors of rate :math:`\lambda_i` (one per factor row), with
+the latent sources of Cemgil (2009) at their optimum for ``q``. A sweep:
+
+.. math::
+    G = e^{\psi(\alpha)} / \beta,\qquad
+    \alpha \leftarrow 1 + G \odot \partial_G \sum_e x_e \log v_e(G),\qquad
+    \beta^{(m)}_{ir} \leftarrow \lambda_i + \prod_{k \ne m} \sum_j E_q[F^{(k)}_{jr}],
+
+the rates mode after mode, then every component moved to the bound's
+maximum along its scale ridges (:func:`_rescale_components`). The bound is
+taken before every sweep; the sweeps stop when it moves by less than
+``rtol`` of itself (after the sixth), or after ``max_iter``, and the bound
+returned is that of the ``q`` returned.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..._config import FASTMATH
+from ..likelihood import WITH_VALUE
+from .passes import entry_pass
+
+__all__ = ["digamma", "vb_sweeps"]
+
+#: Most Newton steps of the move along the components' scale ridges, and the relative step that ends them.
+_RIDGE_MAX_NEWTON = 100
+_RIDGE_RTOL = 1e-13
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def digamma(x):
+    r""":math:`\psi(x)` for :math:`x > 0`: the recurrence :math:`\psi(x) = \psi(x + 1) - 1/x` up to
+    :math:`x \ge 10`, then the asymptotic series to :math:`x^{-12}` (its next term is below :math:`10^{-15}`
+    there)."""
+    shift = 0.0
+    while x < 10.0:
+        shift -= 1.0 / x
+        x += 1.0
+    inv2 = 1.0 / (x * x)
+    series = inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (
+        1.0 / 240.0 - inv2 * (1.0 / 132.0 - inv2 * (691.0 / 32760.0))))))
+    return shift + math.log(x) - 0.5 / x - series
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _column_means(alpha, beta, offsets, sums):
+    """Each mode's column sums of ``q``'s means into ``sums`` (``(N, R)``)."""
+    for m in range(offsets.shape[0] - 1):
+        for r in range(alpha.shape[1]):
+            s = 0.0
+            for i in range(offsets[m], offsets[m + 1]):
+                s += alpha[i, r] / beta[i, r]
+            sums[m, r] = s
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _rescale_components(alpha, beta, rates, offsets):
+    r"""Move every component of ``q`` to the bound's maximum along its scale ridges, in place.
+
+    Scaling component :math:`r`'s factors of mode :math:`k` by :math:`s_k`, with
+    :math:`\prod_k s_k = 1` (rates :math:`\beta / s_k`), leaves the likelihood's terms of the bound
+    as they are; the prior's and the entropy's change by
+    :math:`\sum_k (n_k \log s_k - A_k s_k)`, with :math:`A_k` the rate-weighted sum of the mode's
+    factor means and :math:`n_k` its size. At the maximum :math:`A_k s_k - n_k` is the same
+    :math:`y` for every mode, where :math:`\prod_k (y + n_k) = \prod_k A_k`: one equation a
+    component, solved by Newton's method on the convex :math:`\prod_k (y + n_k) - \prod_k A_k` from
+    the right of the root (at the geometric mean of :math:`A` the product is not below the target),
+    where it stays and converges. Coordinate ascent alone crawls along these ridges (on the bundled
+    clip's Poisson spectrogram at rank 1: still 0.3 nats a sweep after 1,000 sweeps, 112 nats below
+    this maximum, which three sweeps with the move reach).
+    """
+    N = offsets.shape[0] - 1
+    A = np.zeros(N)
+    n_min = np.inf
+    for m in range(N):
+        n_min = min(n_min, offsets[m + 1] - offsets[m])
+    for r in range(alpha.shape[1]):
+        target = 0.0
+        for m in range(N):
+            s = 0.0
+            for i in range(offsets[m], offsets[m + 1]):
+                s += rates[i] * alpha[i, r] / beta[i, r]
+            A[m] = s
+            target += math.log(s)
+        y = math.exp(target / N)
+        for _ in range(_RIDGE_MAX_NEWTON):
+            log_prod = 0.0
+            slope = 0.0
+            for m in range(N):
+                n = offsets[m + 1] - offsets[m]
+                log_prod += math.log(y + n)
+                slope += 1.0 / (y + n)
+            step = -math.expm1(target - log_prod) / slope
+            y -= step
+            if abs(step) <= _RIDGE_RTOL * (abs(y) + n_min):
+                break
+        for m in range(N):
+            scale = (y + (offsets[m + 1] - offsets[m])) / A[m]
+            for i in range(offsets[m], offsets[m + 1]):
+                beta[i, r] /= scale
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
+def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, max_iter, rtol):
+    """Sweeps of mean-field VB from ``(alpha, beta)``, in place (see the module); returns ``(bound, sweeps)``.
+
+    ``constant`` is the data's :math:`\\sum \\log\\Gamma(x + 1)`; ``rates`` every factor row's prior rate.
+    """
+    D, R = alpha.shape
+    N = offsets.shape[0] - 1
+    G = np.empty((D, R))
+    psi = np.empty((D, R))
+    S = np.empty((D, R))
+    sums = np.empty((N, R))
+    bound = -np.inf
+    bound_old = -np.inf
+    for it in range(max_iter + 1):
+        for d in range(D):
+            for r in range(R):
+                psi[d, r] = digamma(alpha[d, r])
+                G[d, r] = math.exp(psi[d, r]) / beta[d, r]
+        # The bound at the current q (sources at their optimum for it).
+        bound = entry_pass(dense2, X, coords, vals, G, offsets, 0.0, 0.0, S, WITH_VALUE) - constant
+        _column_means(alpha, beta, offsets, sums)
+        for r in range(R):
+            p = 1.0
+            for m in range(N):
+                p *= sums[m, r]
+            bound -= p
+        for d in range(D):
+            lam = rates[d]
+            for r in range(R):
+                a = alpha[d, r]
+                bound += (math.log(lam) - lam * a / beta[d, r] + a - math.log(beta[d, r]) + math.lgamma(a)
+                          + (1.0 - a) * psi[d, r])
+        if it == max_iter or (it > 5 and abs(bound - bound_old) <= rtol * abs(bound)):
+            return bound, it
+        bound_old = bound
+        for d in range(D):
+            for r in range(R):
+                alpha[d, r] = 1.0 + G[d, r] * S[d, r]
+        for m in range(N):
+            _column_means(alpha, beta, offsets, sums)
+            for r in range(R):
+                others = 1.0
+                for k in range(N):
+                    if k != m:
+                        others *= sums[k, r]
+                for i in range(offsets[m], offsets[m + 1]):
+                    beta[i, r] = rates[i] + others
+        _rescale_components(alpha, beta, rates, offsets)
+    return bound, max_iter
