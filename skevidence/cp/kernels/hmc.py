@@ -124,12 +124,14 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
     jac = 0.0
     for d in range(D):
         lam = rates[d]
+        if with_value:
+            log_prior += R * math.log(lam)
         for r in range(R):
             th = theta[d, r]
             grad_phi[d, r] = (t * th * (lik_grad[d, r] - lam) + (1.0 - t) * ((alpha[d, r] - 1.0) - beta[d, r] * th)
                               + 1.0)
             if with_value:
-                log_prior += math.log(lam) - lam * th
+                log_prior -= lam * th
                 jac += phi[d, r]
     if not with_value:
         return 0.0, 0.0
