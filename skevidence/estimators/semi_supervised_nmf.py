@@ -37,24 +37,16 @@ def _floor_of(X):
     return max(_REL_FLOOR * float(X.max(initial=0.0)), _TINY)
 
 
-def _kl_constant(X):
-    r""":math:`\sum X \log X - X`, the part of the KL divergence that depends on ``X`` only."""
-    return float(np.sum(xlogy(X, X) - X))
-
-
-def _is_constant(X, floor):
-    r""":math:`\sum \log X + 1`, the part of the IS divergence that depends on ``X`` only (``X`` floored)."""
+def _data_constant(X, floor, likelihood):
+    r"""The part of the divergence that depends on ``X`` only: :math:`\sum X \log X - X` (KL) or
+    :math:`\sum \log X + 1` (IS, ``X`` floored)."""
+    if likelihood == "poisson":
+        return float(np.sum(xlogy(X, X) - X))
     return float(np.sum(np.log(np.maximum(X, floor)) + 1.0))
 
 
-#: The likelihoods and, for each, the part of its divergence that depends on ``X`` only.
-_CONSTANTS = {"poisson": lambda X, floor: _kl_constant(X), "exponential": _is_constant}
-
-
-def _objective(X, V, constant, activations, learned_components, prior_rate, likelihood="poisson",
-               activation_rates=None):
-    r"""Negative log posterior up to a constant: a divergence :math:`D(X \| V)` plus :math:`\lambda(\sum W + \sum H)`
-    (``activation_rates``, broadcast to ``activations``, replace :math:`\lambda` on :math:`W`).
+def _divergence(X, V, constant, likelihood):
+    r"""The divergence of ``X`` from ``V``: the negative log-likelihood less a constant of ``X``.
 
     Poisson: the generalised KL divergence :math:`\sum X \log(X/V) - X + V`,
     which differs from the Poisson negative log-likelihood
@@ -64,29 +56,25 @@ def _objective(X, V, constant, activations, learned_components, prior_rate, like
     less a constant of ``X`` (zeros of ``X`` taken at the floor of ``V``).
     Either is zero for a perfect fit, which makes its relative decrease a
     meaningful stopping rule. ``V`` is floored, so its log is finite;
-    ``constant`` is the likelihood's entry of ``_CONSTANTS``.
+    ``constant`` is :func:`_data_constant`.
     """
     if likelihood == "poisson":
-        divergence = constant + float(V.sum()) - float(np.sum(X * np.log(V)))
-    else:
-        divergence = float(np.sum(X / V + np.log(V))) - constant
-    rates = prior_rate if activation_rates is None else activation_rates
-    return divergence + float(np.sum(rates * activations)) + prior_rate * float(learned_components.sum())
+        return constant + float(V.sum()) - float(np.sum(X * np.log(V)))
+    return float(np.sum(X / V + np.log(V))) - constant
 
 
-def _parts(X, V, likelihood):
-    """The multiplicative update's numerator and denominator terms at ``V``: ``X / V`` against ones (Poisson),
-    ``X / V**2`` against ``1 / V`` (exponential); ``None`` stands for the ones."""
+def _multiplier(X, V, H, rates, likelihood):
+    """The multiplicative update's factor of ``W`` in :math:`V = WH` (``rates``: the prior's, broadcast to ``W``).
+
+    Poisson: :math:`(X/V) H^\top` over :math:`\mathbf{1} H^\top + \lambda`;
+    exponential: the square root of :math:`(X/V^2) H^\top` over
+    :math:`V^{-1} H^\top + \lambda`. The factor of ``H`` is that of
+    :math:`W^\top` in :math:`V^\top = H^\top W^\top`.
+    """
     if likelihood == "poisson":
-        return X / V, None
+        return ((X / V) @ H.T) / np.maximum(H.sum(axis=1) + rates, _TINY)
     inverse = 1.0 / V
-    return X * inverse * inverse, inverse
-
-
-def _multiplier(numerator, denominator, likelihood):
-    """The multiplicative update's factor: the ratio, or its square root (the IS divergence's MM step)."""
-    ratio = numerator / np.maximum(denominator, _TINY)
-    return ratio if likelihood == "poisson" else np.sqrt(ratio)
+    return np.sqrt(((X * inverse * inverse) @ H.T) / np.maximum(inverse @ H.T + rates, _TINY))
 
 
 def _em(X, W, H, *, prior_rate, max_iter, tol, first_learned=0, likelihood="poisson", activation_rates=None):
@@ -101,30 +89,29 @@ def _em(X, W, H, *, prior_rate, max_iter, tol, first_learned=0, likelihood="pois
     :math:`\big(W^\top (X V^{-2}) / (W^\top V^{-1} + \lambda)\big)^{1/2}`
     (the convex :math:`X/V` majorised by Jensen's inequality, the concave
     :math:`\log V` by its tangent, the prior's linear term kept). Either way
-    the objective never increases. ``activation_rates`` (broadcast to ``W``)
-    replace the prior rate on ``W``. It stops when an iteration decreases the
-    objective by at most ``tol`` times its value (never with ``tol=0``), or
-    after ``max_iter`` iterations.
+    the objective, the divergence plus :math:`\lambda(\sum W + \sum H)`,
+    never increases. ``activation_rates`` (broadcast to ``W``) replace the
+    prior rate on ``W``. It stops when an iteration decreases the objective
+    by at most ``tol`` times its value (never with ``tol=0``), or after
+    ``max_iter`` iterations.
 
     Returns ``(W, H, objective_path, n_iter, converged)``; ``objective_path``
     has ``n_iter + 1`` entries, the first at the starting point.
     """
     floor = _floor_of(X)
-    constant = _CONSTANTS[likelihood](X, floor)
+    constant = _data_constant(X, floor, likelihood)
     rates_W = prior_rate if activation_rates is None else activation_rates
     path = []
     for n_iter in range(max_iter + 1):
         V = np.maximum(W @ H, floor)
-        path.append(_objective(X, V, constant, W, H[first_learned:], prior_rate, likelihood, activation_rates))
+        path.append(_divergence(X, V, constant, likelihood) + float(np.sum(rates_W * W))
+                    + prior_rate * float(H[first_learned:].sum()))
         converged = n_iter > 0 and tol > 0 and path[-2] - path[-1] <= tol * abs(path[-2])
         if converged or n_iter == max_iter:
             return W, H, np.asarray(path), n_iter, converged
-        ratio, unit = _parts(X, V, likelihood)
-        W *= _multiplier(ratio @ H.T, (H.sum(axis=1) if unit is None else unit @ H.T) + rates_W, likelihood)
-        learned = W[:, first_learned:]
-        ratio, unit = _parts(X, np.maximum(W @ H, floor), likelihood)
-        H[first_learned:] *= _multiplier(learned.T @ ratio, (learned.sum(axis=0)[:, None] if unit is None
-                                                             else learned.T @ unit) + prior_rate, likelihood)
+        W *= _multiplier(X, V, H, rates_W, likelihood)
+        V = np.maximum(W @ H, floor)
+        H[first_learned:] *= _multiplier(X.T, V.T, W[:, first_learned:].T, prior_rate, likelihood).T
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -464,9 +451,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self.n_iter_ = n_iter
         self.objective_path_ = path
         floor = _floor_of(X)
-        V = np.maximum(W @ H, floor)
-        self.reconstruction_err_ = _objective(X, V, _CONSTANTS[self.likelihood](X, floor), W, H[:0], 0.0,
-                                              self.likelihood)
+        self.reconstruction_err_ = _divergence(X, np.maximum(W @ H, floor), _data_constant(X, floor, self.likelihood),
+                                               self.likelihood)
         return self
 
     def decompose(self, X):
@@ -501,13 +487,14 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         if self.likelihood == "exponential":
             speech_rates /= np.maximum(X.mean(axis=1, keepdims=True), _floor_of(X))
         rates = np.hstack([self.prior_rate_ / atom_sums + speech_rates, np.full((n_frames, r_no), self.prior_rate_)])
+        H_unit = H_sp / atom_sums[:, None]
         half_mean = 0.5 * X.mean()
         # Activations start equal in every frame, so the result does not depend on
         # the order of the frames; the random noise atoms break the symmetry.
-        speech_level = half_mean / max(float((H_sp / atom_sums[:, None]).sum(axis=0).mean()), _TINY)
+        speech_level = half_mean / max(float(H_unit.sum(axis=0).mean()), _TINY)
         noise_scale = np.sqrt(half_mean / r_no)
         W = np.hstack([np.full((n_frames, r_sp), speech_level), np.full((n_frames, r_no), noise_scale)])
-        H = np.vstack([H_sp / atom_sums[:, None], noise_scale * rng.uniform(0.5, 1.5, size=(r_no, X.shape[1]))])
+        H = np.vstack([H_unit, noise_scale * rng.uniform(0.5, 1.5, size=(r_no, X.shape[1]))])
         W, H, path, n_iter = self._run_em(X, W, H, "separation", stacklevel=3, first_learned=r_sp,
                                           activation_rates=rates)
         return SeparationResult(

@@ -15,7 +15,7 @@ from numba import njit
 from ..._config import FASTMATH
 from ..likelihood import dense_entries, entry
 
-__all__ = ["column_sums", "entry_pass", "fisher_pass", "log_likelihood"]
+__all__ = ["column_sums", "entry_pass", "fisher_pass", "log_likelihood", "other_modes"]
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
@@ -99,6 +99,16 @@ def column_sums(F, offsets, sums):
             sums[m, r] = s
 
 
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def other_modes(sums, m, r):
+    """The product of column ``r`` of ``sums`` (``(N, R)``: every mode's column sums) over the modes but ``m``."""
+    p = 1.0
+    for k in range(sums.shape[0]):
+        if k != m:
+            p *= sums[k, r]
+    return p
+
+
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, grad, sums, with_value):
     r""":math:`\log p(X \mid F)` and, in ``grad``, its gradient in ``F`` (``sums``: ``(N, R)`` work space).
@@ -120,10 +130,7 @@ def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, 
             p *= sums[m, r]
         mass += p
         for m in range(N):
-            others = 1.0
-            for k in range(N):
-                if k != m:
-                    others *= sums[k, r]
+            others = other_modes(sums, m, r)
             for i in range(offsets[m], offsets[m + 1]):
                 grad[i, r] -= others
     return total - mass - constant

@@ -23,7 +23,7 @@ from numba import njit
 
 from ..._config import FASTMATH
 from ..likelihood import WITH_VALUE
-from .passes import entry_pass
+from .passes import column_sums, entry_pass, other_modes
 
 __all__ = ["digamma", "vb_sweeps"]
 
@@ -45,17 +45,6 @@ def digamma(x):
     series = inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (
         1.0 / 240.0 - inv2 * (1.0 / 132.0 - inv2 * (691.0 / 32760.0))))))
     return shift + math.log(x) - 0.5 / x - series
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _column_means(alpha, beta, offsets, sums):
-    """Each mode's column sums of ``q``'s means into ``sums`` (``(N, R)``)."""
-    for m in range(offsets.shape[0] - 1):
-        for r in range(alpha.shape[1]):
-            s = 0.0
-            for i in range(offsets[m], offsets[m + 1]):
-                s += alpha[i, r] / beta[i, r]
-            sums[m, r] = s
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -116,6 +105,7 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
     G = np.empty((D, R))
     psi = np.empty((D, R))
     S = np.empty((D, R))
+    means = np.empty((D, R))
     sums = np.empty((N, R))
     bound = -np.inf
     bound_old = -np.inf
@@ -126,7 +116,10 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
                 G[d, r] = math.exp(psi[d, r]) / beta[d, r]
         # The bound at the current q (sources at their optimum for it).
         bound = entry_pass(dense2, X, coords, vals, G, offsets, 0.0, 0.0, S, WITH_VALUE) - constant
-        _column_means(alpha, beta, offsets, sums)
+        for d in range(D):
+            for r in range(R):
+                means[d, r] = alpha[d, r] / beta[d, r]
+        column_sums(means, offsets, sums)
         for r in range(R):
             p = 1.0
             for m in range(N):
@@ -134,24 +127,26 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
             bound -= p
         for d in range(D):
             lam = rates[d]
+            bound += R * math.log(lam)
             for r in range(R):
                 a = alpha[d, r]
-                bound += (math.log(lam) - lam * a / beta[d, r] + a - math.log(beta[d, r]) + math.lgamma(a)
-                          + (1.0 - a) * psi[d, r])
+                bound += -lam * means[d, r] + a - math.log(beta[d, r]) + math.lgamma(a) + (1.0 - a) * psi[d, r]
         if it == max_iter or (it > 5 and abs(bound - bound_old) <= rtol * abs(bound)):
             return bound, it
         bound_old = bound
         for d in range(D):
             for r in range(R):
                 alpha[d, r] = 1.0 + G[d, r] * S[d, r]
+                means[d, r] = alpha[d, r] / beta[d, r]
+        column_sums(means, offsets, sums)
+        # The rates mode after mode, each from the others' current means; the updated mode's sums follow.
         for m in range(N):
-            _column_means(alpha, beta, offsets, sums)
             for r in range(R):
-                others = 1.0
-                for k in range(N):
-                    if k != m:
-                        others *= sums[k, r]
+                others = other_modes(sums, m, r)
+                s = 0.0
                 for i in range(offsets[m], offsets[m + 1]):
                     beta[i, r] = rates[i] + others
+                    s += alpha[i, r] / beta[i, r]
+                sums[m, r] = s
         _rescale_components(alpha, beta, rates, offsets)
     return bound, max_iter
