@@ -16,7 +16,6 @@ from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import BayesianNMFRankSelector, PoissonNMF, PoissonPARAFAC
 from skevidence.cp.data import CPData
 from skevidence.cp.kernels.hmc import (
-    _perm_lse,
     _row_lse,
     _scale_moves,
     _without_row,
@@ -129,16 +128,16 @@ def test_one_row_changed_costs_one_row(R, every_relabelling):
     C = rng.normal(scale=3.0, size=(R, R))
     perms = (np.array(list(itertools.permutations(range(R))), dtype=np.int64) if every_relabelling
              else np.zeros((0, R), dtype=np.int64))
+    summed = perms if every_relabelling else [np.arange(R)] + [
+        np.where(np.arange(R) == a, b, np.where(np.arange(R) == b, a, np.arange(R)))
+        for a, b in itertools.combinations(range(R), 2)]
     terms = np.empty(len(perms))
     rest = np.empty(max(R, 3))
     for r in sorted({0, R // 2, R - 1}):
         _without_row(C, r, perms, terms, rest)
         C[r] += rng.normal(size=R)  # only row r moves along its ridge
-        assert _row_lse(C, r, perms, rest) == pytest.approx(_perm_lse(C, perms, terms), rel=1e-13)
-        if every_relabelling:
-            # The sum over every relabelling, by brute force.
-            brute = special.logsumexp([sum(C[q, p[q]] for q in range(R)) for p in perms])
-            assert _row_lse(C, r, perms, rest) == pytest.approx(brute, rel=1e-13)
+        brute = special.logsumexp([sum(C[q, p[q]] for q in range(R)) for p in summed])
+        assert _row_lse(C, r, perms, rest) == pytest.approx(brute, rel=1e-13)
 
 
 @njit

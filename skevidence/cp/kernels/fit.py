@@ -26,7 +26,7 @@ from numba import njit
 
 from ..._config import FASTMATH
 from ..likelihood import WITH_VALUE
-from .passes import entry_pass
+from .passes import column_sums, log_likelihood, other_modes
 
 __all__ = ["map_fit"]
 
@@ -80,35 +80,18 @@ def _listed_mode(coords, vals, F, offsets, m, kappa, floor, num, den):
                 num[row, r] += w1 * others[r]
                 den[row, r] += w2 * others[r]
     if kappa == 0.0:  # the linear part: the product of the other modes' column sums
+        sums = np.empty((N, R))
+        column_sums(F, offsets, sums)
         for r in range(R):
-            p = 1.0
-            for k in range(N):
-                if k != m:
-                    s = 0.0
-                    for i in range(offsets[k], offsets[k + 1]):
-                        s += F[i, r]
-                    p *= s
-            for i in range(num.shape[0]):
-                den[i, r] = p
+            den[:, r] = other_modes(sums, m, r)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def _log_posterior(dense2, X, coords, vals, F, offsets, kappa, floor, rates, a, work):
-    """The log posterior in the factors up to the data's constant (the Poisson linear part included)."""
-    total = entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, work, WITH_VALUE)
-    N = offsets.shape[0] - 1
-    R = F.shape[1]
-    if kappa == 0.0:
-        for r in range(R):
-            p = 1.0
-            for m in range(N):
-                s = 0.0
-                for i in range(offsets[m], offsets[m + 1]):
-                    s += F[i, r]
-                p *= s
-            total -= p
+def _log_posterior(dense2, X, coords, vals, F, offsets, kappa, floor, rates, a, work, sums):
+    """The log posterior in the factors up to the data's constant."""
+    total = log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, 0.0, work, sums, WITH_VALUE)
     for d in range(F.shape[0]):
-        for r in range(R):
+        for r in range(F.shape[1]):
             total += (a - 1.0) * np.log(F[d, r]) - rates[d] * F[d, r]
     return total
 
@@ -125,6 +108,7 @@ def map_fit(dense2, X, coords, vals, F, offsets, kappa, floor, rates, a, max_ite
     R = F.shape[1]
     gamma = 1.0 if kappa == 0.0 else 0.5
     work = np.empty_like(F)
+    sums = np.empty((N, R))
     XT = X.T.copy() if dense2 else X
     previous = -np.inf
     value = -np.inf
@@ -150,7 +134,7 @@ def map_fit(dense2, X, coords, vals, F, offsets, kappa, floor, rates, a, max_ite
                     F[lo + i, r] = max(f, _TINY)
         sweep += 1
         if sweep % 10 == 0 or sweep == max_iter:
-            value = _log_posterior(dense2, X, coords, vals, F, offsets, kappa, floor, rates, a, work)
+            value = _log_posterior(dense2, X, coords, vals, F, offsets, kappa, floor, rates, a, work, sums)
             if abs(value - previous) <= rtol * abs(value):
                 break
             previous = value

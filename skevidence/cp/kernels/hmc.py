@@ -54,45 +54,6 @@ __all__ = ["run_referenced_ladder", "symmetric_log_q"]
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _perm_lse(C, perms, terms):
-    r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` (``terms`` is work space).
-
-    An empty ``perms`` (shape ``(0, R)``) stands for the identity and every
-    transposition, summed in :math:`O(R^2)`: swapping ``a`` and ``b`` changes
-    the identity's sum by :math:`C_{ab} + C_{ba} - C_{aa} - C_{bb}`.
-    """
-    R = C.shape[0]
-    if perms.shape[0] == 0:
-        trace = 0.0
-        for r in range(R):
-            trace += C[r, r]
-        best = 0.0
-        for a in range(R):
-            for b in range(a + 1, R):
-                best = max(best, C[a, b] + C[b, a] - C[a, a] - C[b, b])
-        if not (np.isfinite(trace) and np.isfinite(best)):
-            return trace + best
-        acc = math.exp(-best)
-        for a in range(R):
-            for b in range(a + 1, R):
-                acc += math.exp(C[a, b] + C[b, a] - C[a, a] - C[b, b] - best)
-        return trace + best + math.log(acc)
-    best = -np.inf
-    for p in range(perms.shape[0]):
-        s = 0.0
-        for r in range(R):
-            s += C[r, perms[p, r]]
-        terms[p] = s
-        best = max(best, s)
-    if not np.isfinite(best):
-        return best
-    acc = 0.0
-    for p in range(perms.shape[0]):
-        acc += math.exp(terms[p] - best)
-    return best + math.log(acc)
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms):
     r""":math:`\log q_{\mathrm{sym}}` at ``theta`` (``phi = log theta``), and :math:`\log q` at the identity.
 
@@ -111,7 +72,9 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, t
     identity = 0.0
     for r in range(R):
         identity += C[r, r]
-    return _perm_lse(C, perms, terms) - log_r_fact, identity
+    rest = np.empty(max(R, 3))
+    _without_row(C, 0, perms, terms, rest)
+    return _row_lse(C, 0, perms, rest) - log_r_fact, identity
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -215,8 +178,13 @@ def _without_row(C, r, perms, terms, rest):
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _row_lse(C, r, perms, rest):
-    """:func:`_perm_lse` when only row ``r`` of ``C`` has changed since :func:`_without_row` filled ``rest``:
-    :math:`O(R)` for any ``perms``."""
+    r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` from the sum without row ``r``
+    that :func:`_without_row` put in ``rest``: :math:`O(R)` for any ``perms``.
+
+    An empty ``perms`` (shape ``(0, R)``) stands for the identity and every
+    transposition: swapping ``a`` and ``b`` changes the identity's sum by
+    :math:`C_{ab} + C_{ba} - C_{aa} - C_{bb}`.
+    """
     R = C.shape[0]
     if perms.shape[0] > 0:
         best = -np.inf
