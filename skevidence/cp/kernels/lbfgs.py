@@ -59,20 +59,7 @@ def log_posterior_phi(dense2, X, coords, vals, offsets, kappa, floor, constant, 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _dot(a, b):
-    total = 0.0
-    for d in range(a.shape[0]):
-        for r in range(a.shape[1]):
-            total += a[d, r] * b[d, r]
-    return total
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _max_abs(a):
-    largest = 0.0
-    for d in range(a.shape[0]):
-        for r in range(a.shape[1]):
-            largest = max(largest, abs(a[d, r]))
-    return largest
+    return np.dot(a.ravel(), b.ravel())
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -103,12 +90,10 @@ def laplace_mode(dense2, X, coords, vals, offsets, kappa, floor, constant, rates
                            lik_grad, sums)
     if not np.isfinite(f):
         return -np.inf, 0
-    for d in range(D):
-        for r in range(R):
-            g[d, r] = -g[d, r]
+    g *= -1.0
     n_pairs, newest, it = 0, -1, 0
     while it < max_iter:
-        if _max_abs(g) <= gtol:
+        if np.abs(g).max() <= gtol:
             break
         # The two-loop recursion: q = -H g, H the inverse Hessian of the stored pairs.
         q[:, :] = g
@@ -127,14 +112,11 @@ def laplace_mode(dense2, X, coords, vals, offsets, kappa, floor, constant, rates
         slope = _dot(g, q)
         if not slope < 0.0:  # not a descent direction: start the memory afresh from the gradient
             n_pairs = 0
-            q[:, :] = 0.0
-            _add_scaled(q, -1.0 / math.sqrt(_dot(g, g)), g)
+            q[:, :] = g * (-1.0 / math.sqrt(_dot(g, g)))
             slope = _dot(g, q)
         step, f_new, found = 1.0, np.inf, False
         for _ in range(_MAX_BACKTRACKS):
-            for d in range(D):
-                for r in range(R):
-                    phi_new[d, r] = phi[d, r] + step * q[d, r]
+            phi_new[:, :] = phi + step * q
             f_new = -log_posterior_phi(dense2, X, coords, vals, offsets, kappa, floor, constant, rates, phi_new,
                                        theta, g_new, lik_grad, sums)
             if np.isfinite(f_new) and f_new <= f + _ARMIJO * step * slope:
@@ -149,11 +131,9 @@ def laplace_mode(dense2, X, coords, vals, offsets, kappa, floor, constant, rates
             break
         it += 1
         newest = (newest + 1) % MEMORY
-        for d in range(D):
-            for r in range(R):
-                g_new[d, r] = -g_new[d, r]
-                S[newest, d, r] = phi_new[d, r] - phi[d, r]
-                Y[newest, d, r] = g_new[d, r] - g[d, r]
+        g_new *= -1.0
+        S[newest] = phi_new - phi
+        Y[newest] = g_new - g
         sy = _dot(S[newest], Y[newest])
         if sy > 1e-10 * math.sqrt(_dot(S[newest], S[newest]) * _dot(Y[newest], Y[newest])):
             rho[newest] = 1.0 / sy
