@@ -107,8 +107,8 @@ def test_registered_and_usable_by_sti(seed):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"learning_rate": 0.0}, "learning_rate must be a positive number"),
-        ({"learning_rate": np.inf}, "learning_rate must be a positive number"),
+        ({"learning_rate": 0.0}, "learning_rate must be a positive"),
+        ({"learning_rate": np.inf}, "learning_rate must be a positive"),
         ({"momentum_decay": 0.0}, r"momentum_decay must be in \(0, 1\]"),
         ({"momentum_decay": 1.5}, r"momentum_decay must be in \(0, 1\]"),
         ({"noise_correction": -0.1}, "noise_correction must be in"),

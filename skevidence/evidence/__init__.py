@@ -10,20 +10,6 @@ from .exact import exact_log_evidence
 from .sgais import SGAISState, sgais_advance, sgais_init, sgais_log_evidence
 from .sti import sti_log_evidence
 
-__all__ = [
-    "ChainTrace",
-    "EvidenceResult",
-    "ERROR_PIECES",
-    "GradientChainRunner",
-    "SGAISState",
-    "ais_log_evidence",
-    "batch_means_variance",
-    "exact_log_evidence",
-    "integrated_autocorr_time",
-    "sgais_advance",
-    "sgais_init",
-    "sgais_log_evidence",
-    "sti_log_evidence",
-    "temperature_ladder",
-    "trapezoid_weights",
-]
+__all__ = ["ChainTrace", "EvidenceResult", "ERROR_PIECES", "GradientChainRunner", "SGAISState", "ais_log_evidence",
+           "batch_means_variance", "exact_log_evidence", "integrated_autocorr_time", "sgais_advance", "sgais_init",
+           "sgais_log_evidence", "sti_log_evidence", "temperature_ladder", "trapezoid_weights"]

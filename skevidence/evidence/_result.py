@@ -73,9 +73,9 @@ class EvidenceResult:
     posterior_mean: object = None
 
     def __post_init__(self):
-        for name, kind in (("log_evidence", float), ("std_error", float), ("n_likelihood_evaluations", int)):
+        for name, kind in (("log_evidence", float), ("std_error", float), ("n_likelihood_evaluations", int),
+                           ("wall_time", float)):
             object.__setattr__(self, name, kind(getattr(self, name)))
-        object.__setattr__(self, "wall_time", float(self.wall_time))
         for name in ("temperatures", "expected_log_likelihood", "expected_log_likelihood_std"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         diagnostics = {k: _frozen(v) if isinstance(v, np.ndarray) else v for k, v in dict(self.diagnostics).items()}

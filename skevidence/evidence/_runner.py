@@ -16,6 +16,9 @@ from ..exceptions import SamplerDivergenceError
 from ..models._trace import ChainTrace
 from ..samplers import mirror
 
+#: Raised when exact prior draws make the log-likelihood infinite: the data are outside the model's support.
+NOT_FINITE_AT_PRIOR = "The log-likelihood is not finite at some prior draws; check that the data suit the model."
+
 
 def minibatches(n_data, batch_size, rng):
     """Row indices of minibatches of a fixed size, drawn without replacement, forever.
@@ -35,14 +38,10 @@ def minibatches(n_data, batch_size, rng):
 
 
 def _divergence(sampler, temperature, k, step_size, schedule, failure="(non-finite state) at"):
-    return SamplerDivergenceError(
-        f"The {sampler.name} chain at temperature t={temperature:.4g} diverged "
-        f"{failure} iteration {k}, with step size {step_size:.3g}. "
-        f"Lower step_size (now a={schedule.a:.3g}), e.g. by a factor of 10.",
-        temperature=temperature,
-        iteration=k,
-        step_size=step_size,
-    )
+    return SamplerDivergenceError(f"The {sampler.name} chain at temperature t={temperature:.4g} diverged {failure} "
+                                  f"iteration {k}, with step size {step_size:.3g}. Lower step_size (now "
+                                  f"a={schedule.a:.3g}), e.g. by a factor of 10.", temperature=temperature,
+                                  iteration=k, step_size=step_size)
 
 
 class GradientChainRunner:
@@ -79,8 +78,7 @@ class GradientChainRunner:
         batches = minibatches(self.n_data, self.batch_size, rng)
         if temperature == 0.0 and self.model.exact_prior_sampling:
             return self._prior_draws(n_samples - n_burnin, batches, rng)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return self._run_chain(state, temperature, n_samples, n_burnin, schedule, batches, rng)
+        return self._run_chain(state, temperature, n_samples, n_burnin, schedule, batches, rng)
 
     def _prior_draws(self, n_draws, batches, rng):
         """At t = 0 the target is the prior: exact independent draws."""
@@ -88,12 +86,11 @@ class GradientChainRunner:
         draws = np.asarray(model.sample_prior(rng, size=n_draws), dtype=np.float64)
         kept = np.array([self.scale * model.log_likelihood(theta, *self._rows(next(batches))).sum() for theta in draws])
         if not np.all(np.isfinite(kept)):
-            raise ValueError(
-                "The log-likelihood is not finite at some prior draws; check that the data are valid for the model."
-            )
+            raise ValueError(NOT_FINITE_AT_PRIOR)
         trace = ChainTrace(kept, n_draws * self.batch_size, np.nan, draws, draws.mean(axis=0))
         return draws[-1].copy(), trace
 
+    @np.errstate(over="ignore", invalid="ignore")  # a diverging chain is caught by the finiteness checks
     def _run_chain(self, state, temperature, n_samples, n_burnin, schedule, batches, rng):
         model, sampler, scale = self.model, self.sampler, self.scale
         n_kept = n_samples - n_burnin
@@ -102,7 +99,6 @@ class GradientChainRunner:
         kept = np.empty(n_kept)
         state_sum = np.zeros_like(theta)
         n_long = 0
-        step_size = schedule(1)
         for k in range(1, n_samples + 1):
             Xb, yb = self._rows(next(batches))
             log_lik, lik_grad = model.log_likelihood_and_grad(theta, Xb, yb)
@@ -115,8 +111,7 @@ class GradientChainRunner:
             grad = (temperature * scale) * lik_grad + model.grad_log_prior(theta)
             mean_lik_grad = (temperature / self.batch_size) * lik_grad
             previous = theta
-            theta = sampler.step(theta, grad, mean_lik_grad, step_size, rng, sampler_state)
-            theta = mirror(theta, model.nonnegative)
+            theta = mirror(sampler.step(theta, grad, mean_lik_grad, step_size, rng, sampler_state), model.nonnegative)
             if not np.isfinite(theta).all():
                 raise _divergence(sampler, temperature, k, step_size, schedule)
             # Entries of the update longer than GENERIC_MAX_STEP noise standard deviations.
@@ -127,11 +122,8 @@ class GradientChainRunner:
             raise _divergence(sampler, temperature, n_samples, step_size, schedule)
         long_fraction = n_long / (n_kept * theta.size)
         if long_fraction > MAX_CAPPED_FRACTION:
-            failure = (
-                f"by {100 * long_fraction:.2g}% of its updates after burn-in exceeding "
-                f"{GENERIC_MAX_STEP:g} standard deviations of its noise (its steps are too "
-                "long to sample the posterior) at"
-            )
+            failure = (f"by {100 * long_fraction:.2g}% of its updates after burn-in exceeding {GENERIC_MAX_STEP:g} "
+                       "standard deviations of its noise (its steps are too long to sample the posterior) at")
             raise _divergence(sampler, temperature, n_samples, step_size, schedule, failure)
         trace = ChainTrace(kept, n_samples * self.batch_size, step_size, None, state_sum / n_kept)
         return theta, trace

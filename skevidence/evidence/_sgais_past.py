@@ -31,35 +31,36 @@ class _PastData:
         """Whether every row ever appended is stored."""
         return self.size == self.n_offered
 
-    def _allocate(self, X, y, rows):
-        def grow(old, new_rows):
-            buf = np.empty((rows,) + new_rows.shape[1:], dtype=new_rows.dtype)
+    def _grow(self, rows):
+        """Move the stored rows to buffers of ``rows`` rows."""
+        for name in ("X", "y"):
+            old = getattr(self, name)
             if old is not None:
-                buf[: self.size] = old[: self.size]
-            return buf
+                new = np.empty((rows,) + old.shape[1:], dtype=old.dtype)
+                new[: self.size] = old[: self.size]
+                setattr(self, name, new)
 
-        self.X = grow(self.X, X)
-        self.y = None if y is None else grow(self.y, y)
+    def _buffers(self, X, y):
+        """``(buffer, new rows)`` of ``X`` and, for a conditional model, of ``y``."""
+        return [(self.X, X)] if y is None else [(self.X, X), (self.y, y)]
 
     def append(self, X, y, rng):
-        if self.X is not None:
-            if X.shape[1:] != self.X.shape[1:]:
-                raise ValueError(
-                    f"New data have rows of shape {X.shape[1:]}, but the earlier data of this stream "
-                    f"had {self.X.shape[1:]}: every piece of a stream needs the same number of features."
-                )
-            if (y is None) != (self.y is None) or (y is not None and y.shape[1:] != self.y.shape[1:]):
-                raise ValueError("New targets do not match the earlier targets of this stream in presence or shape.")
+        if self.X is None:
+            self.X, self.y = X[:0], None if y is None else y[:0]
+        if X.shape[1:] != self.X.shape[1:]:
+            raise ValueError(f"New data have rows of shape {X.shape[1:]}, but the earlier data of this stream had "
+                             f"{self.X.shape[1:]}: every piece of a stream needs the same number of features.")
+        if (y is None) != (self.y is None) or (y is not None and y.shape[1:] != self.y.shape[1:]):
+            raise ValueError("New targets do not match the earlier targets of this stream in presence or shape.")
         n_new, limit = X.shape[0], self.capacity
         free = n_new if limit is None else max(0, min(n_new, limit - self.size))
         if free:
             need = self.size + free
-            if self.X is None or need > self.X.shape[0]:
-                rows = max(need, 2 * (0 if self.X is None else self.X.shape[0]), 64)
-                self._allocate(X, y, rows if limit is None else min(rows, limit))
-            self.X[self.size : need] = X[:free]
-            if y is not None:
-                self.y[self.size : need] = y[:free]
+            if need > self.X.shape[0]:
+                rows = max(need, 2 * self.X.shape[0], 64)
+                self._grow(rows if limit is None else min(rows, limit))
+            for buffer, new in self._buffers(X, y):
+                buffer[self.size : need] = new[:free]
             self.size = need
         if free < n_new:
             # Algorithm R: the row with 0-based stream index t replaces a uniform
@@ -71,10 +72,8 @@ class _PastData:
                 # A slot drawn twice keeps the later row, as the sequential algorithm would.
                 rev = keep[::-1]
                 _, first = np.unique(slots[rev], return_index=True)
-                rows = free + rev[first]
-                self.X[slots[rev[first]]] = X[rows]
-                if y is not None:
-                    self.y[slots[rev[first]]] = y[rows]
+                for buffer, new in self._buffers(X, y):
+                    buffer[slots[rev[first]]] = new[free + rev[first]]
         self.n_offered += n_new
 
     def rows(self, idx):
@@ -158,8 +157,7 @@ class _Anchors:
             return
         due = past.size > batch // 2 if not self.active else past.n_offered >= 2 * self.n_anchor
         if self.pending is None and due:
-            self.pending = particles.copy()
-            self.pending_sum = np.zeros_like(particles)
+            self.pending, self.pending_sum = particles.copy(), np.zeros_like(particles)
             self.pending_pos, self.pending_n = 0, past.n_offered
         if self.pending is not None:
             stop = min(past.size, self.pending_pos + max(2 * X.shape[0], batch))

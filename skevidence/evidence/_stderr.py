@@ -81,6 +81,12 @@ def batch_means_variance(x):
     return float(var_mean), float(n * var_mean / var_x)
 
 
+def normalised_weights(log_weights):
+    """The weights ``exp(log_weights)`` scaled to sum to one."""
+    log_w = np.asarray(log_weights, dtype=np.float64)
+    return np.exp(log_w - logsumexp(log_w))
+
+
 def effective_sample_size(log_weights):
     r"""Kish's effective sample size :math:`(\sum w)^2 / \sum w^2` of (unnormalised) log-weights."""
     log_w = np.asarray(log_weights, dtype=np.float64)

@@ -9,6 +9,7 @@ The weight helpers here are shared with SGAIS.
 
 import time
 import warnings
+from contextlib import closing
 from functools import partial
 
 import numpy as np
@@ -20,10 +21,11 @@ from .._random import seed_sequence
 from .._validation import check_int
 from ._ladder import ladder_from
 from ._result import EvidenceResult
-from ._stderr import effective_sample_size
+from ._runner import NOT_FINITE_AT_PRIOR
+from ._stderr import effective_sample_size, normalised_weights
 from .sti import check_step_size, prepare_finite_data
 
-__all__ = ["ais_log_evidence", "log_mean_weight_variance", "systematic_resample"]
+__all__ = ["ais_log_evidence", "log_mean_weight_variance", "prior_particles", "systematic_resample"]
 
 #: Acceptance rate the HMC step size is tuned towards (between temperatures).
 TARGET_ACCEPT = 0.8
@@ -31,10 +33,6 @@ TARGET_ACCEPT = 0.8
 _MAX_STEP_CHANGE = 2.0
 #: Below this fraction of the particles the final ESS triggers a warning.
 _MIN_ESS_FRACTION = 0.1
-
-
-def _normalise(log_w):
-    return log_w - logsumexp(log_w)
 
 
 def log_mean_weight_variance(log_weights):
@@ -54,21 +52,20 @@ def log_mean_weight_variance(log_weights):
 
 def systematic_resample(log_weights, rng):
     """Indices of a systematic resample (one uniform draw; lower variance than multinomial)."""
-    log_w = _normalise(np.asarray(log_weights, dtype=np.float64))
-    m = log_w.size
-    cdf = np.cumsum(np.exp(log_w))
+    cdf = np.cumsum(normalised_weights(log_weights))
     cdf[-1] = 1.0
+    m = cdf.size
     points = (rng.random() + np.arange(m)) / m
     return np.minimum(np.searchsorted(cdf, points, side="right"), m - 1)
 
 
-def _check_prior_sampler(model, method):
+def prior_particles(model, n_particles, rng, method):
+    """``n_particles`` exact prior draws of ``model``, shape ``(n_particles, n_params)``, to start ``method`` from."""
     if not model.exact_prior_sampling:
-        raise TypeError(
-            f"{method} starts its particles from exact prior draws, but {type(model).__name__} "
-            "cannot sample its prior exactly: implement sample_prior(rng, size) and set "
-            "exact_prior_sampling = True, or use method='sti'."
-        )
+        raise TypeError(f"{method} starts its particles from exact prior draws, but {type(model).__name__} cannot "
+                        "sample its prior exactly: implement sample_prior(rng, size) and set exact_prior_sampling = "
+                        "True, or use method='sti'.")
+    return np.array(model.sample_prior(rng, size=n_particles), dtype=np.float64).reshape(n_particles, -1)
 
 
 def _tempered(model, X, y, thetas):
@@ -77,6 +74,7 @@ def _tempered(model, X, y, thetas):
     return log_lik.sum(axis=1), model.log_prior_particles(thetas), grad_lik, model.grad_log_prior_particles(thetas)
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def _hmc_transition(tempered, t, thetas, cache, step_size, n_leapfrog, rng):
     """One HMC transition of every particle at inverse temperature ``t``, Metropolis-corrected.
 
@@ -90,14 +88,13 @@ def _hmc_transition(tempered, t, thetas, cache, step_size, n_leapfrog, rng):
     eps = step_size * rng.uniform(0.8, 1.2)
     energy0 = -(log_prior + t * log_lik) + 0.5 * np.einsum("ij,ij->i", momentum, momentum)
     q, p = thetas.copy(), momentum + 0.5 * eps * (grad_prior + t * grad_lik)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for i in range(n_leapfrog):
-            q = q + eps * p
-            new = tempered(q)
-            grad = new[3] + t * new[2]
-            p = p + (eps if i < n_leapfrog - 1 else 0.5 * eps) * grad
-        energy1 = -(new[1] + t * new[0]) + 0.5 * np.einsum("ij,ij->i", p, p)
-        log_accept = np.minimum(energy0 - energy1, 0.0)
+    for i in range(n_leapfrog):
+        q = q + eps * p
+        new = tempered(q)
+        grad = new[3] + t * new[2]
+        p = p + (eps if i < n_leapfrog - 1 else 0.5 * eps) * grad
+    energy1 = -(new[1] + t * new[0]) + 0.5 * np.einsum("ij,ij->i", p, p)
+    log_accept = np.minimum(energy0 - energy1, 0.0)
     log_accept = np.where(np.isfinite(log_accept), log_accept, -np.inf)
     accept = np.log(rng.random(thetas.shape[0])) < log_accept
     thetas = np.where(accept[:, None], q, thetas)
@@ -105,20 +102,8 @@ def _hmc_transition(tempered, t, thetas, cache, step_size, n_leapfrog, rng):
     return thetas, cache, np.exp(log_accept)
 
 
-def ais_log_evidence(
-    model,
-    X,
-    y=None,
-    *,
-    n_particles=20,
-    n_temperatures=500,
-    ladder="power",
-    n_steps=1,
-    n_leapfrog=10,
-    step_size="auto",
-    random_state=None,
-    verbose=0,
-):
+def ais_log_evidence(model, X, y=None, *, n_particles=20, n_temperatures=500, ladder="power", n_steps=1, n_leapfrog=10,
+                     step_size="auto", random_state=None, verbose=0):
     r"""Estimate :math:`\log p(x)` by annealed importance sampling with full-data HMC.
 
     ``M`` particles drawn from the prior are moved through the power posteriors
@@ -216,11 +201,9 @@ def ais_log_evidence(
     n_leapfrog = check_int("n_leapfrog", n_leapfrog, 1)
     ts = ladder_from(n_temperatures, ladder)
     step_size = check_step_size(step_size)
-    _check_prior_sampler(model, "AIS")
     X, y, n_data = prepare_finite_data(model, X, y)
-
     rng = np.random.default_rng(seed_sequence(random_state))
-    thetas = np.array(model.sample_prior(rng, size=n_particles), dtype=np.float64).reshape(n_particles, -1)
+    thetas = prior_particles(model, n_particles, rng, "AIS")
     if step_size == "auto":
         eps = 0.5 * float(np.min(np.std(thetas, axis=0)))
         eps = eps if np.isfinite(eps) and eps > 0 else 0.1
@@ -229,15 +212,12 @@ def ais_log_evidence(
     tempered = partial(_tempered, model, X, y)
     cache = tempered(thetas)
     if not np.all(np.isfinite(cache[0])):
-        raise ValueError(
-            "The log-likelihood is not finite at some prior draws; check that the data are valid for the model."
-        )
+        raise ValueError(NOT_FINITE_AT_PRIOR)
 
     log_w = np.zeros(n_particles)
     moments = [_weighted_moments(log_w, cache[0])]
     acceptance, step_sizes = [np.nan], [np.nan]
-    report = progress(ts.size - 1, "AIS", verbose)
-    try:
+    with closing(progress(ts.size - 1, "AIS", verbose)) as report:
         for t_previous, t in zip(ts[:-1], ts[1:]):
             log_w += (t - t_previous) * cache[0]
             rates = []
@@ -251,49 +231,28 @@ def ais_log_evidence(
                 factor = np.exp(2.0 * (acceptance[-1] - TARGET_ACCEPT))
                 eps *= min(max(factor, 1.0 / _MAX_STEP_CHANGE), _MAX_STEP_CHANGE)
             report.update(1, f"t={t:.3g} accept={acceptance[-1]:.2f} ESS={effective_sample_size(log_w):.1f}")
-    finally:
-        report.close()
 
     means, stds = np.array(moments).T
     log_evidence = logsumexp(log_w) - np.log(n_particles)
     ess = effective_sample_size(log_w)
     if ess < max(_MIN_ESS_FRACTION * n_particles, 1.5):
-        warnings.warn(
-            f"The AIS weights are degenerate (effective sample size {ess:.2f} of {n_particles} "
-            f"particles): log Z = {log_evidence:.6g} and its standard error are unreliable. "
-            "Increase n_temperatures or n_steps.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    return EvidenceResult(
-        log_evidence=log_evidence,
-        std_error=np.sqrt(log_mean_weight_variance(log_w)),
-        method="ais",
-        temperatures=ts,
-        expected_log_likelihood=means,
-        expected_log_likelihood_std=stds,
-        # Every particle on every row: at the prior draws, then at every leapfrog step.
-        n_likelihood_evaluations=n_particles * n_data * (1 + (ts.size - 1) * n_steps * n_leapfrog),
-        wall_time=time.perf_counter() - start,
-        diagnostics={
-            "n_particles": n_particles,
-            "n_steps": n_steps,
-            "n_leapfrog": n_leapfrog,
-            "n_data": n_data,
-            "ess": ess,
-            "log_weights": log_w.copy(),
-            "acceptance_rate": np.array(acceptance),
-            "step_size": np.array(step_sizes),
-            "std_error_method": "delta method over independent particles",
-            # The weighted particles are the posterior sample (estimators keep them).
-            "particles": thetas.copy(),
-        },
-        posterior_mean=np.exp(_normalise(log_w)) @ thetas,
-    )
+        warnings.warn(f"The AIS weights are degenerate (effective sample size {ess:.2f} of {n_particles} particles): "
+                      f"log Z = {log_evidence:.6g} and its standard error are unreliable. Increase n_temperatures or "
+                      "n_steps.", ConvergenceWarning, stacklevel=2)
+    # The weighted particles are the posterior sample (estimators keep them).
+    diagnostics = dict(n_particles=n_particles, n_steps=n_steps, n_leapfrog=n_leapfrog, n_data=n_data, ess=ess,
+                       log_weights=log_w.copy(), acceptance_rate=np.array(acceptance), step_size=np.array(step_sizes),
+                       std_error_method="delta method over independent particles", particles=thetas.copy())
+    # Every particle on every row: at the prior draws, then at every leapfrog step.
+    n_evals = n_particles * n_data * (1 + (ts.size - 1) * n_steps * n_leapfrog)
+    return EvidenceResult(log_evidence, np.sqrt(log_mean_weight_variance(log_w)), "ais", temperatures=ts,
+                          expected_log_likelihood=means, expected_log_likelihood_std=stds,
+                          n_likelihood_evaluations=n_evals, wall_time=time.perf_counter() - start,
+                          diagnostics=diagnostics, posterior_mean=normalised_weights(log_w) @ thetas)
 
 
 def _weighted_moments(log_w, values):
     """Weighted mean of ``values`` and its standard error (weighted sd over sqrt(ESS))."""
-    w = np.exp(_normalise(log_w))
+    w = normalised_weights(log_w)
     mean = w @ values
     return mean, np.sqrt(max(w @ (values - mean) ** 2, 0.0) * (w @ w))

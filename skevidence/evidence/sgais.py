@@ -23,6 +23,7 @@ The work is split so that a stream can be processed piece by piece:
 
 import numbers
 import time
+from contextlib import closing
 
 import numpy as np
 from scipy.special import logsumexp
@@ -30,13 +31,13 @@ from scipy.special import logsumexp
 from .._config import SGAIS_BATCH_SIZE, SGAIS_DEFAULTS, SGAIS_MOMENTUM_DECAY
 from .._progress import progress
 from .._random import seed_sequence
-from .._validation import check_int
+from .._validation import check_int, check_positive_real
 from ..exceptions import SamplerDivergenceError
 from ..samplers import SGHMC
 from ._result import EvidenceResult
 from ._sgais_past import _Anchors, _PastData
-from ._stderr import effective_sample_size
-from .ais import _check_prior_sampler, _normalise, log_mean_weight_variance, systematic_resample
+from ._stderr import effective_sample_size, normalised_weights
+from .ais import log_mean_weight_variance, prior_particles, systematic_resample
 from .sti import prepare_finite_data
 
 __all__ = ["SGAISState", "chunk_boundaries", "sgais_advance", "sgais_advance_chunk", "sgais_init", "sgais_log_evidence"]
@@ -68,11 +69,8 @@ def chunk_boundaries(n_data, *, n_seen=0, batch_size=SGAIS_BATCH_SIZE, chunk_siz
     """
     ends, n, stop = [], int(n_seen), int(n_seen) + int(n_data)
     while n < stop:
-        if chunk_size is not None:
-            size = int(chunk_size)
-        else:
-            size = min(_SMALL_CHUNK if n <= _SMALL_N else n // 4 if n < _LARGE_N else batch_size, batch_size)
-        n = min(n + size, stop)
+        scheduled = min(_SMALL_CHUNK if n <= _SMALL_N else n // 4 if n < _LARGE_N else batch_size, batch_size)
+        n = min(n + (scheduled if chunk_size is None else int(chunk_size)), stop)
         ends.append(n)
     return np.array(ends, dtype=np.int64)
 
@@ -118,19 +116,13 @@ class SGAISState:
     """
 
     def __init__(self, particles, rng, settings):
-        m = particles.shape[0]
-        self.particles = particles
+        self.particles, self.rng, self.settings = particles, rng, settings
         self.sghmc = {"v": None, "eta": None}
-        self.log_weights = np.full(m, -np.log(m))
-        self.log_evidence = 0.0
-        self.log_evidence_var = 0.0
-        self.n_seen = 0
-        self.rng = rng
-        self.settings = settings
+        self.log_weights = np.full(len(particles), -np.log(len(particles)))
+        self.log_evidence = self.log_evidence_var = self.wall_time = 0.0
+        self.n_seen = self.n_likelihood_evaluations = 0
         self.past = _PastData(settings["reservoir_size"])
         self.anchors = _Anchors() if settings["control_variates"] else None
-        self.n_likelihood_evaluations = 0
-        self.wall_time = 0.0
         self.path = []
 
     def result(self):
@@ -139,49 +131,25 @@ class SGAISState:
         Its diagnostics hold the particles and their log-weights, as AIS's do.
         """
         log_evidence, variance, n_seen, steps, min_ess = np.array(self.path, dtype=np.float64).reshape(-1, 5).T
-        return EvidenceResult(
-            log_evidence=self.log_evidence,
-            std_error=np.sqrt(self.log_evidence_var),
-            method="sgais",
-            n_likelihood_evaluations=self.n_likelihood_evaluations,
-            wall_time=self.wall_time,
-            diagnostics={
-                "log_evidence_path": log_evidence,
-                "log_evidence_std_path": np.sqrt(variance),
-                "n_seen": n_seen,
-                "annealing_steps": steps,
-                "min_ess": min_ess,
-                "n_data": self.n_seen,
-                "std_error_method": "delta method per annealing segment, summed over segments",
-                "particles": self.particles,
-                "log_weights": self.log_weights,
-                **self.settings,
-            },
-            posterior_mean=np.exp(_normalise(self.log_weights)) @ self.particles,
-        )
+        diagnostics = dict(log_evidence_path=log_evidence, log_evidence_std_path=np.sqrt(variance), n_seen=n_seen,
+                           annealing_steps=steps, min_ess=min_ess, n_data=self.n_seen,
+                           std_error_method="delta method per annealing segment, summed over segments",
+                           particles=self.particles, log_weights=self.log_weights, **self.settings)
+        mean = normalised_weights(self.log_weights) @ self.particles
+        return EvidenceResult(self.log_evidence, np.sqrt(self.log_evidence_var), "sgais",
+                              n_likelihood_evaluations=self.n_likelihood_evaluations, wall_time=self.wall_time,
+                              diagnostics=diagnostics, posterior_mean=mean)
 
     def __repr__(self):
-        return (
-            f"SGAISState(n_seen={self.n_seen}, n_chunks={len(self.path)}, "
-            f"log_evidence={self.log_evidence:.6g} ± {np.sqrt(self.log_evidence_var):.2g})"
-        )
+        return (f"SGAISState(n_seen={self.n_seen}, n_chunks={len(self.path)}, "
+                f"log_evidence={self.log_evidence:.6g} ± {np.sqrt(self.log_evidence_var):.2g})")
 
 
-def sgais_init(
-    model,
-    *,
-    n_particles=SGAIS_DEFAULTS["n_particles"],
-    target_ess=SGAIS_DEFAULTS["target_ess"],
-    batch_size=SGAIS_BATCH_SIZE,
-    chunk_size=SGAIS_DEFAULTS["chunk_size"],
-    n_steps=SGAIS_DEFAULTS["n_steps"],
-    learning_rate=SGAIS_DEFAULTS["learning_rate"],
-    momentum_decay=SGAIS_MOMENTUM_DECAY,
-    resample=SGAIS_DEFAULTS["resample"],
-    reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
-    control_variates=True,
-    random_state=None,
-):
+def sgais_init(model, *, n_particles=SGAIS_DEFAULTS["n_particles"], target_ess=SGAIS_DEFAULTS["target_ess"],
+               batch_size=SGAIS_BATCH_SIZE, chunk_size=SGAIS_DEFAULTS["chunk_size"], n_steps=SGAIS_DEFAULTS["n_steps"],
+               learning_rate=SGAIS_DEFAULTS["learning_rate"], momentum_decay=SGAIS_MOMENTUM_DECAY,
+               resample=SGAIS_DEFAULTS["resample"], reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
+               control_variates=True, random_state=None):
     """A fresh :class:`SGAISState`: particles drawn from the prior, no data seen.
 
     The parameters are those of :func:`sgais_log_evidence`. ``reservoir_size``:
@@ -192,32 +160,21 @@ def sgais_init(
     """
     n_particles = check_int("n_particles", n_particles, 2)
     if isinstance(target_ess, bool) or not isinstance(target_ess, numbers.Real) or not 1.0 < target_ess <= n_particles:
-        raise ValueError(
-            f"target_ess must be in (1, n_particles] = (1, {n_particles}], got {target_ess!r}: "
-            "it is an effective number of particles."
-        )
-    if not (isinstance(learning_rate, numbers.Real) and np.isfinite(learning_rate) and learning_rate > 0):
-        raise ValueError(f"learning_rate must be a positive number, got {learning_rate!r}.")
+        raise ValueError(f"target_ess must be in (1, n_particles] = (1, {n_particles}], got {target_ess!r}: "
+                         "it is an effective number of particles.")
     for name, flag in (("resample", resample), ("control_variates", control_variates)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {flag!r}.")
-    settings = dict(
-        n_particles=n_particles,
-        target_ess=float(target_ess),
-        batch_size=check_int("batch_size", batch_size, 1),
-        chunk_size=None if chunk_size is None else check_int("chunk_size", chunk_size, 1),
-        n_steps=check_int("n_steps", n_steps, 1),
-        learning_rate=float(learning_rate),
-        # SGHMC validates momentum_decay.
-        momentum_decay=SGHMC(momentum_decay=momentum_decay).momentum_decay,
-        resample=bool(resample),
-        reservoir_size=None if reservoir_size is None else check_int("reservoir_size", reservoir_size, 1),
-        control_variates=bool(control_variates),
-    )
-    _check_prior_sampler(model, "SGAIS")
+    # SGHMC validates momentum_decay.
+    settings = dict(n_particles=n_particles, target_ess=float(target_ess),
+                    batch_size=check_int("batch_size", batch_size), n_steps=check_int("n_steps", n_steps),
+                    chunk_size=None if chunk_size is None else check_int("chunk_size", chunk_size),
+                    learning_rate=check_positive_real("learning_rate", learning_rate),
+                    momentum_decay=SGHMC(momentum_decay=momentum_decay).momentum_decay, resample=bool(resample),
+                    reservoir_size=None if reservoir_size is None else check_int("reservoir_size", reservoir_size),
+                    control_variates=bool(control_variates))
     rng = np.random.default_rng(seed_sequence(random_state))
-    particles = np.array(model.sample_prior(rng, size=n_particles), dtype=np.float64).reshape(n_particles, -1)
-    return SGAISState(particles, rng, settings)
+    return SGAISState(prior_particles(model, n_particles, rng, "SGAIS"), rng, settings)
 
 
 def _conditional_ess(log_w, log_lik, step):
@@ -237,52 +194,44 @@ def _next_step(log_w, log_lik, max_step, target_ess):
     lo, hi = 0.0, max_step
     while hi - lo > _BISECTION_RTOL * hi:
         mid = 0.5 * (lo + hi)
-        if _conditional_ess(log_w, log_lik, mid) >= target_ess:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if _conditional_ess(log_w, log_lik, mid) >= target_ess else (lo, mid)
     return lo if lo > 0.0 else hi
 
 
 def _divergence(state, n_end, beta, eta):
     return SamplerDivergenceError(
-        f"SGHMC diverged (non-finite particles) in the SGAIS chunk ending at n={n_end}, at "
-        f"inverse temperature {beta:.3g} with learning rate {eta:.3g} "
-        f"(= learning_rate / n = {state.settings['learning_rate']:.3g} / {n_end}). Lower learning_rate, e.g. "
-        "by a factor of 10: the default suits likelihoods of about unit curvature per datum.",
-        temperature=beta,
-        step_size=eta,
-    )
+        f"SGHMC diverged (non-finite particles) in the SGAIS chunk ending at n={n_end}, at inverse temperature "
+        f"{beta:.3g} with learning rate {eta:.3g} (= learning_rate / n = {state.settings['learning_rate']:.3g} / "
+        f"{n_end}). Lower learning_rate, e.g. by a factor of 10: the default suits likelihoods of about unit "
+        "curvature per datum.", temperature=beta, step_size=eta)
 
 
 def _move(state, model, sampler, Xc, yc, beta, eta, n_end):
     """``n_steps`` SGHMC steps of every particle towards p(θ) p(x_<n|θ) p(chunk|θ)^β."""
     s, past, rng, sampler_state = state.settings, state.past, state.rng, state.sghmc
-    theta = state.particles
+    theta, anchors = state.particles, state.anchors
     m, n_chunk = theta.shape[0], Xc.shape[0]
-    nonnegative, anchors = model.nonnegative, state.anchors
-    with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(s["n_steps"]):
-            grad = model.grad_log_prior_particles(theta)
-            if past.n_offered:
-                Xb, yb, scale = past.minibatch(s["batch_size"], rng)
-                if scale != 1.0 and anchors is not None and anchors.active:
-                    grad = grad + anchors.past_gradient(model, theta, Xb, yb, scale)
-                    state.n_likelihood_evaluations += 2 * m * Xb.shape[0]
-                else:
-                    grad = grad + scale * model.log_likelihood_and_grad_particles(theta, Xb, yb)[1]
-                    state.n_likelihood_evaluations += m * Xb.shape[0]
-            grad = grad + beta * model.log_likelihood_and_grad_particles(theta, Xc, yc)[1]
-            state.n_likelihood_evaluations += m * n_chunk
-            theta = sampler.step(theta, grad, None, eta, rng, sampler_state)
-            if nonnegative is not None:
-                # Reflect at zero; the velocity turns round with the position.
-                flip = (theta < 0) if nonnegative is True else (theta < 0) & np.asarray(nonnegative)
-                theta = np.where(flip, -theta, theta)
-                sampler_state["v"] = np.where(flip, -sampler_state["v"], sampler_state["v"])
-            if not np.all(np.isfinite(theta)):
-                raise _divergence(state, n_end, beta, eta)
-        log_lik = model.log_likelihood_particles(theta, Xc, yc).sum(axis=1)
+    for _ in range(s["n_steps"]):
+        grad = model.grad_log_prior_particles(theta)
+        if past.n_offered:
+            Xb, yb, scale = past.minibatch(s["batch_size"], rng)
+            if scale != 1.0 and anchors is not None and anchors.active:
+                grad = grad + anchors.past_gradient(model, theta, Xb, yb, scale)
+                state.n_likelihood_evaluations += 2 * m * Xb.shape[0]
+            else:
+                grad = grad + scale * model.log_likelihood_and_grad_particles(theta, Xb, yb)[1]
+                state.n_likelihood_evaluations += m * Xb.shape[0]
+        grad = grad + beta * model.log_likelihood_and_grad_particles(theta, Xc, yc)[1]
+        state.n_likelihood_evaluations += m * n_chunk
+        theta = sampler.step(theta, grad, None, eta, rng, sampler_state)
+        if model.nonnegative is not None:
+            # Reflect at zero; the velocity turns round with the position.
+            flip = (theta < 0) & np.asarray(model.nonnegative)
+            theta = np.where(flip, -theta, theta)
+            sampler_state["v"] = np.where(flip, -sampler_state["v"], sampler_state["v"])
+        if not np.all(np.isfinite(theta)):
+            raise _divergence(state, n_end, beta, eta)
+    log_lik = model.log_likelihood_particles(theta, Xc, yc).sum(axis=1)
     state.n_likelihood_evaluations += m * n_chunk
     if not np.all(np.isfinite(log_lik)):
         raise _divergence(state, n_end, beta, eta)
@@ -290,6 +239,7 @@ def _move(state, model, sampler, Xc, yc, beta, eta, n_end):
     return log_lik
 
 
+@np.errstate(over="ignore", invalid="ignore")  # non-finite particles are caught as divergence
 def sgais_advance_chunk(state, model, X, y=None):
     """Add one chunk of **prepared** data (``model.prepare_data`` output) to the stream.
 
@@ -305,22 +255,17 @@ def sgais_advance_chunk(state, model, X, y=None):
     # The velocities in state.sghmc carry over from the previous chunk; SGHMC rescales them to the new eta.
     sampler = SGHMC(momentum_decay=s["momentum_decay"])
 
-    with np.errstate(over="ignore", invalid="ignore"):
-        log_lik = model.log_likelihood_particles(state.particles, X, y).sum(axis=1)
+    log_lik = model.log_likelihood_particles(state.particles, X, y).sum(axis=1)
     state.n_likelihood_evaluations += m * n_chunk
     if not np.all(np.isfinite(log_lik)):
-        raise ValueError(
-            f"The log-likelihood of the chunk ending at n={n_end} is not finite at some particles; "
-            "check that the data are valid for the model."
-        )
+        raise ValueError(f"The log-likelihood of the chunk ending at n={n_end} is not finite at some particles; "
+                         "check that the data are valid for the model.")
     log_w = np.full(m, -np.log(m))
     beta, n_annealing, min_ess = 0.0, 0, float(m)
     while beta < 1.0:
         if n_annealing >= _MAX_ANNEALING_STEPS:
-            raise RuntimeError(
-                f"SGAIS took {n_annealing} annealing steps in the chunk ending at n={n_end} without "
-                "reaching the posterior; the log-likelihoods of the particles are too spread out."
-            )
+            raise RuntimeError(f"SGAIS took {n_annealing} annealing steps in the chunk ending at n={n_end} without "
+                               "reaching the posterior; the log-likelihoods of the particles are too spread out.")
         step = _next_step(log_w, log_lik, 1.0 - beta, s["target_ess"])
         increment = logsumexp(log_w + step * log_lik)
         state.log_evidence += increment
@@ -344,8 +289,7 @@ def sgais_advance_chunk(state, model, X, y=None):
     state.log_weights = log_w
     state.past.append(X, y, rng)
     if state.anchors is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            state.anchors.after_append(state, model, X, y, state.particles)
+        state.anchors.after_append(state, model, X, y, state.particles)
     state.n_seen = n_end
     state.path.append((state.log_evidence, state.log_evidence_var, n_end, n_annealing, min_ess))
     return state
@@ -373,52 +317,32 @@ def sgais_advance(state, model, X, y=None, *, verbose=0):
     start = time.perf_counter()
     X, y, n_data = prepare_finite_data(model, X, y)
     if not isinstance(X, np.ndarray) or X.shape[0] != n_data:
-        raise TypeError(
-            f"SGAIS draws minibatches by row: {type(model).__name__}.prepare_data must return "
-            "arrays whose first axis indexes the data points."
-        )
+        raise TypeError(f"SGAIS draws minibatches by row: {type(model).__name__}.prepare_data must return arrays "
+                        "whose first axis indexes the data points.")
     n_params = state.particles.shape[1]
     if model.n_params is not None and model.n_params != n_params:
-        raise ValueError(
-            f"The model has {model.n_params} parameters but the stream's particles have {n_params}: "
-            "a stream must keep the model it started with."
-        )
+        raise ValueError(f"The model has {model.n_params} parameters but the stream's particles have {n_params}: "
+                         "a stream must keep the model it started with.")
     s = state.settings
     ends = chunk_boundaries(n_data, n_seen=state.n_seen, batch_size=s["batch_size"], chunk_size=s["chunk_size"])
     ends -= state.n_seen
-    report = progress(ends.size, "SGAIS", verbose)
     try:
-        for lo, end in zip(np.r_[0, ends[:-1]], ends):
-            sgais_advance_chunk(state, model, X[lo:end], None if y is None else y[lo:end])
-            report.update(
-                1,
-                f"n={state.n_seen} log Z={state.log_evidence:.6g} ± {np.sqrt(state.log_evidence_var):.2g} "
-                f"annealing steps={state.path[-1][3]}",
-            )
+        with closing(progress(ends.size, "SGAIS", verbose)) as report:
+            for lo, end in zip(np.r_[0, ends[:-1]], ends):
+                sgais_advance_chunk(state, model, X[lo:end], None if y is None else y[lo:end])
+                report.update(1, f"n={state.n_seen} log Z={state.log_evidence:.6g} ± "
+                                 f"{np.sqrt(state.log_evidence_var):.2g} annealing steps={state.path[-1][3]}")
     finally:
-        report.close()
         state.wall_time += time.perf_counter() - start
     return state
 
 
-def sgais_log_evidence(
-    model,
-    X,
-    y=None,
-    *,
-    n_particles=SGAIS_DEFAULTS["n_particles"],
-    target_ess=SGAIS_DEFAULTS["target_ess"],
-    batch_size=SGAIS_BATCH_SIZE,
-    chunk_size=SGAIS_DEFAULTS["chunk_size"],
-    n_steps=SGAIS_DEFAULTS["n_steps"],
-    learning_rate=SGAIS_DEFAULTS["learning_rate"],
-    resample=SGAIS_DEFAULTS["resample"],
-    momentum_decay=SGAIS_MOMENTUM_DECAY,
-    reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
-    control_variates=True,
-    random_state=None,
-    verbose=0,
-):
+def sgais_log_evidence(model, X, y=None, *, n_particles=SGAIS_DEFAULTS["n_particles"],
+                       target_ess=SGAIS_DEFAULTS["target_ess"], batch_size=SGAIS_BATCH_SIZE,
+                       chunk_size=SGAIS_DEFAULTS["chunk_size"], n_steps=SGAIS_DEFAULTS["n_steps"],
+                       learning_rate=SGAIS_DEFAULTS["learning_rate"], resample=SGAIS_DEFAULTS["resample"],
+                       momentum_decay=SGAIS_MOMENTUM_DECAY, reservoir_size=SGAIS_DEFAULTS["reservoir_size"],
+                       control_variates=True, random_state=None, verbose=0):
     r"""Estimate :math:`\log p(x)` by stochastic gradient annealed importance sampling.
 
     SGAIS (Cameron et al. 2019a, 2019b) adds the data chunk by chunk, estimating each
@@ -576,18 +500,8 @@ def sgais_log_evidence(
     >>> bool(abs(result.log_evidence - model.exact_log_evidence(X, y)) < 4 * result.std_error + 1)
     True
     """
-    state = sgais_init(
-        model,
-        n_particles=n_particles,
-        target_ess=target_ess,
-        batch_size=batch_size,
-        chunk_size=chunk_size,
-        n_steps=n_steps,
-        learning_rate=learning_rate,
-        momentum_decay=momentum_decay,
-        resample=resample,
-        reservoir_size=reservoir_size,
-        control_variates=control_variates,
-        random_state=random_state,
-    )
+    state = sgais_init(model, n_particles=n_particles, target_ess=target_ess, batch_size=batch_size,
+                       chunk_size=chunk_size, n_steps=n_steps, learning_rate=learning_rate,
+                       momentum_decay=momentum_decay, resample=resample, reservoir_size=reservoir_size,
+                       control_variates=control_variates, random_state=random_state)
     return sgais_advance(state, model, X, y, verbose=verbose).result()

@@ -3,6 +3,7 @@
 import numbers
 import time
 import warnings
+from contextlib import closing
 
 import numpy as np
 from scipy import sparse
@@ -16,7 +17,7 @@ from ..samplers import StepSizeSchedule, get_sampler
 from ._ladder import ladder_from, trapezoid_weights
 from ._result import EvidenceResult
 from ._runner import GradientChainRunner
-from ._stderr import batch_means_variance
+from ._stderr import batch_means_variance, normalised_weights
 
 __all__ = ["sti_log_evidence", "default_step_size", "check_step_size", "prepare_finite_data"]
 
@@ -58,9 +59,8 @@ def prepare_finite_data(model, X, y):
     """
     for name, arr in (("X", X), ("y", y)):
         if sparse.issparse(arr):
-            raise ValueError(
-                f"{name} is a sparse matrix, but {type(model).__name__} needs dense data: pass {name}.toarray()."
-            )
+            raise ValueError(f"{name} is a sparse matrix, but {type(model).__name__} needs dense data: "
+                             f"pass {name}.toarray().")
         if np.iscomplexobj(arr):
             raise ValueError(f"{name} is complex; the evidence needs real data (take magnitudes first).")
     X, y = model.prepare_data(X, y)
@@ -80,9 +80,7 @@ def _reweighted_prior(prior, temperature, rng):
     ``p(x|theta)^t`` have become too uneven (ESS below ``REWEIGHT_MIN_ESS``).
     """
     log_lik, draws = prior
-    log_w = temperature * log_lik
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
+    w = normalised_weights(temperature * log_lik)
     if 1.0 / (w @ w) < REWEIGHT_MIN_ESS * w.size:
         return None
     # The minibatch noise in log_lik enters the weights too and shifts the mean
@@ -109,27 +107,14 @@ def _warn_if_not_increasing(temperatures, means, variances):
             f"The estimated expected log-likelihood decreases from t={temperatures[i]:.3g} ({means[i]:.6g}) to "
             f"t={temperatures[i + 1]:.3g} ({means[i + 1]:.6g}), which it cannot do at equilibrium: the chains did "
             "not equilibrate and the evidence is unreliable. Increase n_samples and n_burnin, or lower step_size.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+            ConvergenceWarning, stacklevel=3)
 
 
-def sti_log_evidence(
-    model,
-    X,
-    y=None,
-    *,
-    temperatures=STI_DEFAULTS["temperatures"],
-    ladder=STI_DEFAULTS["ladder"],
-    n_samples=STI_DEFAULTS["n_samples"],
-    n_burnin=STI_DEFAULTS["n_burnin"],
-    batch_size=STI_DEFAULTS["batch_size"],
-    sampler=STI_DEFAULTS["sampler"],
-    step_size=STI_DEFAULTS["step_size"],
-    step_decay=STI_DEFAULTS["step_decay"],
-    random_state=None,
-    verbose=0,
-):
+def sti_log_evidence(model, X, y=None, *, temperatures=STI_DEFAULTS["temperatures"], ladder=STI_DEFAULTS["ladder"],
+                     n_samples=STI_DEFAULTS["n_samples"], n_burnin=STI_DEFAULTS["n_burnin"],
+                     batch_size=STI_DEFAULTS["batch_size"], sampler=STI_DEFAULTS["sampler"],
+                     step_size=STI_DEFAULTS["step_size"], step_decay=STI_DEFAULTS["step_decay"], random_state=None,
+                     verbose=0):
     r"""Estimate :math:`\log p(x)` by stochastic thermodynamic integration.
 
     STI integrates the expected log-likelihood under power posteriors
@@ -217,10 +202,8 @@ def sti_log_evidence(
     n_samples = check_int("n_samples", n_samples)
     n_burnin = check_int("n_burnin", n_burnin, 0)
     if n_burnin >= n_samples - 1:
-        raise ValueError(
-            f"n_burnin ({n_burnin}) must be less than n_samples - 1 ({n_samples - 1}): "
-            "at least two samples must be kept after burn-in."
-        )
+        raise ValueError(f"n_burnin ({n_burnin}) must be less than n_samples - 1 ({n_samples - 1}): "
+                         "at least two samples must be kept after burn-in.")
     batch_size = check_int("batch_size", batch_size)
     if not (isinstance(step_decay, numbers.Real) and 0.0 <= step_decay <= 1.0):
         raise ValueError(f"step_decay must be in [0, 1], got {step_decay!r}.")
@@ -230,8 +213,7 @@ def sti_log_evidence(
 
     X, y, n_data = prepare_finite_data(model, X, y)
     runner = model.chain_runner(X, y, sampler=sampler, batch_size=batch_size)
-    if runner is None:
-        runner = GradientChainRunner(model, X, y, sampler=sampler, batch_size=batch_size)
+    runner = runner or GradientChainRunner(model, X, y, sampler=sampler, batch_size=batch_size)
     # A fused runner has its own minibatch (a factorisation's part).
     batch_size = runner.batch_size
     if step_size == "auto":
@@ -242,23 +224,19 @@ def sti_log_evidence(
     streams = seed_sequence(random_state).spawn(ts.size + 1)
     state = runner.initial_state(np.random.default_rng(streams[0]))
     prior = None  # (log-likelihoods, draws) of exact prior draws, while they serve
-    posterior_mean = None
     # Per temperature: mean, variance, autocorrelation time, step size, capped fraction, reweighted or not.
-    rungs = []
-    n_evals = 0
-    report = progress(ts.size, "STI", verbose)
-    try:
+    rungs, n_evals = [], 0
+    with closing(progress(ts.size, "STI", verbose)) as report:
         for t, stream in zip(ts, streams[1:]):
             rng = np.random.default_rng(stream)
-            found = _reweighted_prior(prior, t, rng) if prior is not None and t > 0 else None
+            found = None if prior is None else _reweighted_prior(prior, t, rng)
             if found is not None:
                 mean, variance, state, posterior_mean = found
                 rungs.append((mean, variance, 1.0, np.nan, 0.0, True))
             else:
                 prior = None
-                state, trace = runner.run(
-                    state, float(t), n_samples=n_samples, n_burnin=n_burnin, schedule=schedule, rng=rng
-                )
+                state, trace = runner.run(state, float(t), n_samples=n_samples, n_burnin=n_burnin, schedule=schedule,
+                                          rng=rng)
                 mean = trace.log_likelihood.mean()
                 variance, tau = batch_means_variance(trace.log_likelihood)
                 rungs.append((mean, variance, tau, trace.step_size, trace.capped_fraction, False))
@@ -267,33 +245,15 @@ def sti_log_evidence(
                     prior = (trace.log_likelihood, trace.prior_draws)
                 posterior_mean = trace.state_mean
             report.update(1, f"t={t:.3g} E[log p(x|θ)]={mean:.6g} ± {np.sqrt(variance):.2g}")
-    finally:
-        report.close()
 
     means, variances, taus, step_sizes, capped, reweighted = map(np.array, zip(*rungs))
     _warn_if_not_increasing(ts, means, variances)
     weights = trapezoid_weights(ts)
-    return EvidenceResult(
-        log_evidence=weights @ means,
-        std_error=np.sqrt(weights**2 @ variances),
-        method="sti",
-        temperatures=ts,
-        expected_log_likelihood=means,
-        expected_log_likelihood_std=np.sqrt(variances),
-        n_likelihood_evaluations=n_evals,
-        wall_time=time.perf_counter() - start,
-        diagnostics={
-            "sampler": repr(sampler),
-            "n_samples": n_samples,
-            "n_burnin": n_burnin,
-            "batch_size": batch_size,
-            "n_data": n_data,
-            "step_size_schedule": (schedule.a, schedule.b),
-            "step_size": step_sizes,
-            "capped_fraction": capped,
-            "autocorr_time": taus,
-            "effective_sample_size": (n_samples - n_burnin) / taus,
-            "reweighted_prior": reweighted,
-        },
-        posterior_mean=posterior_mean,
-    )
+    diagnostics = dict(sampler=repr(sampler), n_samples=n_samples, n_burnin=n_burnin, batch_size=batch_size,
+                       n_data=n_data, step_size_schedule=(schedule.a, schedule.b), step_size=step_sizes,
+                       capped_fraction=capped, autocorr_time=taus, effective_sample_size=(n_samples - n_burnin) / taus,
+                       reweighted_prior=reweighted)
+    return EvidenceResult(weights @ means, np.sqrt(weights**2 @ variances), "sti", temperatures=ts,
+                          expected_log_likelihood=means, expected_log_likelihood_std=np.sqrt(variances),
+                          n_likelihood_evaluations=n_evals, wall_time=time.perf_counter() - start,
+                          diagnostics=diagnostics, posterior_mean=posterior_mean)

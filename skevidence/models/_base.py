@@ -85,9 +85,8 @@ class EvidenceModel:
         if y is not None:
             y = np.ascontiguousarray(y, dtype=np.float64)
             if y.shape[0] != X.shape[0]:
-                raise ValueError(
-                    f"X has {X.shape[0]} rows but y has {y.shape[0]}; they must describe the same data points."
-                )
+                raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}; they must describe the same data "
+                                 "points.")
         return X, y
 
     def n_data(self, X, y=None):
@@ -136,19 +135,17 @@ class EvidenceModel:
         """The batched ``<method>_particles`` a single-``theta`` default falls back on, if the model has it."""
         batched = f"{method}_particles"
         if getattr(type(self), batched) is getattr(EvidenceModel, batched):
-            raise TypeError(
-                f"{type(self).__name__} implements neither {method} nor {batched}, one of which the "
-                "evidence methods need: implement it, or return a chain runner of your own from chain_runner."
-            )
+            raise TypeError(f"{type(self).__name__} implements neither {method} nor {batched}, one of which the "
+                            "evidence methods need: implement it, or return your own chain runner from chain_runner.")
         return getattr(self, batched)
 
     def log_likelihood_particles(self, thetas, X, y=None):
         """Per-datum log-likelihoods for a stack of parameters, shape ``(M, n_rows)``.
 
-        The default calls :meth:`log_likelihood` once per particle; see the
-        class docstring for the batched interface.
+        The default takes them from :meth:`log_likelihood_and_grad_particles`;
+        see the class docstring for the batched interface.
         """
-        return np.stack([np.asarray(self.log_likelihood(theta, X, y), dtype=np.float64) for theta in thetas])
+        return self.log_likelihood_and_grad_particles(thetas, X, y)[0]
 
     def log_likelihood_and_grad_particles(self, thetas, X, y=None):
         """Per-datum log-likelihoods and summed gradients for a stack of parameters.
@@ -173,10 +170,8 @@ class EvidenceModel:
         -----
         The default loops over particles with :meth:`log_likelihood_and_grad`.
         """
-        pairs = [self.log_likelihood_and_grad(theta, X, y) for theta in thetas]
-        log_lik = np.stack([np.asarray(p[0], dtype=np.float64) for p in pairs])
-        grads = np.stack([np.asarray(p[1], dtype=np.float64) for p in pairs])
-        return log_lik, grads
+        log_lik, grads = zip(*(self.log_likelihood_and_grad(theta, X, y) for theta in thetas))
+        return np.array(log_lik, dtype=np.float64), np.array(grads, dtype=np.float64)
 
     def log_prior_particles(self, thetas):
         """Log prior density of each particle, shape ``(M,)``; loops over :meth:`log_prior` by default."""
@@ -184,7 +179,7 @@ class EvidenceModel:
 
     def grad_log_prior_particles(self, thetas):
         """Gradient of the log prior of each particle, shape ``(M, n_params)``; loops by default."""
-        return np.stack([np.asarray(self.grad_log_prior(theta), dtype=np.float64) for theta in thetas])
+        return np.array([self.grad_log_prior(theta) for theta in thetas], dtype=np.float64)
 
     def sample_prior(self, rng, size=None):
         """Exact draws from the prior.
@@ -200,10 +195,8 @@ class EvidenceModel:
         -------
         theta : ndarray of shape (n_params,) or (size, n_params)
         """
-        raise TypeError(
-            f"{type(self).__name__} cannot sample its prior exactly; override "
-            "sample_prior (and set exact_prior_sampling = True) or initial_params."
-        )
+        raise TypeError(f"{type(self).__name__} cannot sample its prior exactly; override sample_prior (and set "
+                        "exact_prior_sampling = True) or initial_params.")
 
     def initial_params(self, rng):
         """Starting point of the first chain; a prior draw by default."""

@@ -27,6 +27,7 @@ def _negative_log_posterior(theta, model, X, y):
     return -float(np.sum(log_lik)) - float(model.log_prior(theta)), -grad - model.grad_log_prior(theta)
 
 
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def laplace_reference(model, X, y=None, *, random_state=None):
     r"""The Laplace approximation of the posterior: ``(mean, covariance)``, or ``None``.
 
@@ -50,21 +51,16 @@ def laplace_reference(model, X, y=None, *, random_state=None):
     start = np.asarray(model.initial_params(rng), dtype=np.float64).reshape(-1)
 
     args = (model, X, y)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        options = dict(maxiter=2000, gtol=1e-9)
-        found = minimize(_negative_log_posterior, start, args=args, jac=True, method="L-BFGS-B", options=options)
-        mode = found.x
-        if not np.all(np.isfinite(mode)):
-            return None
-        d = mode.size
-        precision = np.empty((d, d))
-        for j in range(d):
-            h = 1e-5 * max(1.0, abs(mode[j]))
-            step = np.zeros(d)
-            step[j] = h
-            gradients = _negative_log_posterior(mode + step, *args)[1] - _negative_log_posterior(mode - step, *args)[1]
-            precision[:, j] = gradients / (2.0 * h)
+    options = dict(maxiter=2000, gtol=1e-9)
+    mode = minimize(_negative_log_posterior, start, args=args, jac=True, method="L-BFGS-B", options=options).x
+    if not np.all(np.isfinite(mode)):
+        return None
+    # Column j: the central difference of the gradient along parameter j.
+    h = 1e-5 * np.maximum(1.0, np.abs(mode))
+    columns = [_negative_log_posterior(mode + step, *args)[1] - _negative_log_posterior(mode - step, *args)[1]
+               for step in np.diag(h)]
     # The Hessian of the negative log posterior, symmetrised.
+    precision = np.array(columns).T / (2.0 * h)
     precision = (precision + precision.T) / 2.0
     if not np.all(np.isfinite(precision)):
         return None
@@ -108,10 +104,8 @@ class GaussianReferencedModel(GaussianPriorModel):
 
     def __init__(self, model, mean, cov, n_data):
         if model.nonnegative is not None and np.any(model.nonnegative):
-            raise ValueError(
-                f"{type(model).__name__} has non-negative parameters; a Gaussian reference would put "
-                "mass where its prior has none. Run STI from the prior (method='sti')."
-            )
+            raise ValueError(f"{type(model).__name__} has non-negative parameters; a Gaussian reference would put mass "
+                             "where its prior has none. Run STI from the prior (method='sti').")
         self.model = model
         self.mean = np.asarray(mean, dtype=np.float64)
         self.chol = np.linalg.cholesky(np.asarray(cov, dtype=np.float64))
@@ -133,15 +127,12 @@ class GaussianReferencedModel(GaussianPriorModel):
     def n_data(self, X, y=None):
         return self.model.n_data(X, y)
 
-    def _log_ratio(self, z, theta):
-        r""":math:`\log p(\theta) - \log q(\theta)` and its gradient in ``z``."""
-        value = float(self.model.log_prior(theta)) - (self.log_prior(z) - self._log_det)
-        return value, self.chol.T @ self.model.grad_log_prior(theta) + z
-
     def log_likelihood_and_grad(self, z, X, y=None):
         theta = self.theta(z)
         log_lik, grad = self.model.log_likelihood_and_grad(theta, X, y)
         log_lik = np.asarray(log_lik, dtype=np.float64)
-        ratio, ratio_grad = self._log_ratio(z, theta)
+        # log p(theta) - log q(theta) and its gradient in z, a 1/N share of it to each row.
+        ratio = float(self.model.log_prior(theta)) - (self.log_prior(z) - self._log_det)
+        ratio_grad = self.chol.T @ self.model.grad_log_prior(theta) + z
         share = log_lik.shape[0] / self.n_data_total
         return log_lik + ratio / self.n_data_total, self.chol.T @ grad + share * ratio_grad

@@ -45,11 +45,7 @@ class GaussianAdditive(GaussianPriorModel):
 
     def prepare_data(self, X, y=None):
         """Flatten the data: every entry of ``X`` is one observation."""
-        x = np.ascontiguousarray(X, dtype=np.float64).reshape(-1)
-        return x, None
-
-    def log_likelihood_particles(self, thetas, X, y=None):
-        return self.log_likelihood_and_grad_particles(thetas, X)[0]
+        return np.ascontiguousarray(X, dtype=np.float64).reshape(-1), None
 
     def log_likelihood_and_grad_particles(self, thetas, X, y=None):
         resid = X - np.atleast_2d(thetas).sum(axis=1)[:, None]

@@ -78,16 +78,8 @@ class DiagonalGaussianMixture(EvidenceModel):
 
     exact_prior_sampling = True
 
-    def __init__(
-        self,
-        n_features,
-        n_components,
-        *,
-        weight_concentration=1.0,
-        mean_precision=0.25,
-        var_shape=1.0,
-        var_scale=1.0,
-    ):
+    def __init__(self, n_features, n_components, *, weight_concentration=1.0, mean_precision=0.25, var_shape=1.0,
+                 var_scale=1.0):
         self.n_features = check_int("n_features", n_features)
         self.n_components = check_int("n_components", n_components)
         self.weight_concentration = check_positive_real("weight_concentration", weight_concentration)
@@ -190,17 +182,14 @@ class DiagonalGaussianMixture(EvidenceModel):
         grads : ndarray of shape (M, n_params)
         """
         thetas = np.atleast_2d(thetas)
-        eta, mu, s = self.unpack(thetas)
+        weights, mu, var = self.constrained(thetas)
         comp, sq = self._component_terms(thetas, X)
         log_lik = logsumexp(comp, axis=-1)
         resp = np.exp(comp - log_lik[..., None])
         r_sum = resp.sum(axis=1)
-        weights = np.exp(eta - logsumexp(eta, axis=-1, keepdims=True))
-        grad_eta = r_sum - X.shape[0] * weights
-        weighted_x = np.einsum("mnk,nd->mkd", resp, X)
-        grad_mu = np.exp(-s) * (weighted_x - r_sum[..., None] * mu)
+        grad_mu = (np.einsum("mnk,nd->mkd", resp, X) - r_sum[..., None] * mu) / var
         grad_s = 0.5 * (np.einsum("mnk,mnkd->mkd", resp, sq) - r_sum[..., None])
-        return log_lik, self.join(grad_eta, grad_mu, grad_s)
+        return log_lik, self.join(r_sum - X.shape[0] * weights, grad_mu, grad_s)
 
     def log_prior_particles(self, thetas):
         """:meth:`log_prior` of each row of ``thetas``, shape ``(M,)``."""

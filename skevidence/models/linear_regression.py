@@ -50,9 +50,6 @@ class LinearGaussian(GaussianPriorModel):
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         return X, y
 
-    def log_likelihood_particles(self, thetas, X, y=None):
-        return self.log_likelihood_and_grad_particles(thetas, X, y)[0]
-
     def log_likelihood_and_grad_particles(self, thetas, X, y=None):
         # One (M, d) x (d, n) product for all particles instead of M passes over the rows.
         resid = y - thetas @ X.T

@@ -75,23 +75,16 @@ class SoftmaxRegression(GaussianPriorModel):
         if y is None:
             raise ValueError("SoftmaxRegression is a classification model: y (class labels) is required.")
         X, _ = super().prepare_data(X)
-        y = np.asarray(y)
+        y = np.asarray(y, dtype=np.float64)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be a 1-d array of {X.shape[0]} labels (one per row of X), got shape {y.shape}.")
-        y = np.asarray(y, dtype=np.float64)
         if not np.all(np.isfinite(y) & (y == np.round(y))):
-            raise ValueError(
-                "y must hold integer class indices 0..n_classes-1; map labels to indices first "
-                "(e.g. with np.unique(y, return_inverse=True))."
-            )
-        labels = np.ascontiguousarray(y, dtype=np.int64)
-        if labels.size and (labels.min() < 0 or labels.max() >= self.n_classes):
-            raise ValueError(
-                f"y holds class indices outside 0..{self.n_classes - 1} "
-                f"(min {labels.min()}, max {labels.max()}); "
-                f"the model has n_classes={self.n_classes}."
-            )
-        return X, labels
+            raise ValueError("y must hold integer class indices 0..n_classes-1; map labels to indices first "
+                             "(e.g. with np.unique(y, return_inverse=True)).")
+        if y.size and (y.min() < 0 or y.max() >= self.n_classes):
+            raise ValueError(f"y holds class indices outside 0..{self.n_classes - 1} (min {y.min():g}, max "
+                             f"{y.max():g}); the model has n_classes={self.n_classes}.")
+        return X, np.ascontiguousarray(y, dtype=np.int64)
 
     def _log_probs(self, thetas, X):
         """Log class probabilities, shape ``(M, n, K)``, for a stack of parameters."""
@@ -127,10 +120,8 @@ class SoftmaxRegression(GaussianPriorModel):
         log_lik = np.take_along_axis(log_p, y[None, :, None], axis=-1)[..., 0]
         resid = -np.exp(log_p)
         resid[:, np.arange(y.size), y] += 1.0
-        grad_W = np.matmul(X.T, resid)
-        grad_b = resid.sum(axis=1)
-        grads = np.concatenate([grad_W.reshape(thetas.shape[0], -1), grad_b], axis=1)
-        return log_lik, grads
+        grad_W = np.matmul(X.T, resid).reshape(thetas.shape[0], -1)
+        return log_lik, np.concatenate([grad_W, resid.sum(axis=1)], axis=1)
 
     def predict_proba(self, thetas, X, weights=None):
         r"""Posterior-predictive class probabilities, averaged over parameter draws.

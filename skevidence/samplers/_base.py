@@ -68,9 +68,4 @@ class Sampler(ABC):
 
 def mirror(theta, nonnegative):
     """Reflect negative entries of the non-negative parameters at zero (Nguyen et al. 2018)."""
-    if nonnegative is None:
-        return theta
-    if nonnegative is True:
-        return np.abs(theta)
-    theta[nonnegative] = np.abs(theta[nonnegative])
-    return theta
+    return theta if nonnegative is None else np.where(nonnegative, np.abs(theta), theta)

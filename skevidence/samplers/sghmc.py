@@ -4,6 +4,7 @@ import numbers
 
 import numpy as np
 
+from .._validation import check_positive_real
 from ._base import Sampler
 
 __all__ = ["SGHMC"]
@@ -68,18 +69,12 @@ class SGHMC(Sampler):
     name = "sghmc"
 
     def __init__(self, learning_rate=None, momentum_decay=0.2, noise_correction=0.0):
-        if learning_rate is not None and not (
-            isinstance(learning_rate, numbers.Real) and np.isfinite(learning_rate) and learning_rate > 0
-        ):
-            raise ValueError(f"learning_rate must be a positive number or None, got {learning_rate!r}.")
         if not (isinstance(momentum_decay, numbers.Real) and 0.0 < momentum_decay <= 1.0):
             raise ValueError(f"momentum_decay must be in (0, 1], got {momentum_decay!r}.")
         if not (isinstance(noise_correction, numbers.Real) and 0.0 <= noise_correction <= momentum_decay):
-            raise ValueError(
-                f"noise_correction must be in [0, momentum_decay] = [0, {momentum_decay!r}], "
-                f"got {noise_correction!r}: it is subtracted from the friction's noise."
-            )
-        self.learning_rate = None if learning_rate is None else float(learning_rate)
+            raise ValueError(f"noise_correction must be in [0, momentum_decay] = [0, {momentum_decay!r}], "
+                             f"got {noise_correction!r}: it is subtracted from the friction's noise.")
+        self.learning_rate = None if learning_rate is None else check_positive_real("learning_rate", learning_rate)
         self.momentum_decay = float(momentum_decay)
         self.noise_correction = float(noise_correction)
 
