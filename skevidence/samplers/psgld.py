@@ -63,9 +63,7 @@ class PSGLD(Sampler):
             raise ValueError(f"sigma must be positive, got {sigma!r}.")
         if adapt not in ("always", "burnin"):
             raise ValueError(f"adapt must be 'always' or 'burnin', got {adapt!r}.")
-        self.alpha = float(alpha)
-        self.sigma = float(sigma)
-        self.adapt = adapt
+        self.alpha, self.sigma, self.adapt = float(alpha), float(sigma), adapt
 
     def init_state(self, theta):
         return {"v": None, "frozen": False}

@@ -75,8 +75,7 @@ class SGHMC(Sampler):
             raise ValueError(f"noise_correction must be in [0, momentum_decay] = [0, {momentum_decay!r}], "
                              f"got {noise_correction!r}: it is subtracted from the friction's noise.")
         self.learning_rate = None if learning_rate is None else check_positive_real("learning_rate", learning_rate)
-        self.momentum_decay = float(momentum_decay)
-        self.noise_correction = float(noise_correction)
+        self.momentum_decay, self.noise_correction = float(momentum_decay), float(noise_correction)
 
     def init_state(self, theta):
         return {"v": None, "eta": None}
