@@ -40,7 +40,6 @@ class CPModel(EvidenceModel):
     """
 
     exact_prior_sampling = True
-    accepts_sparse = True
     nonnegative = True
 
     def __init__(self, n_components, prior_rates, n_blocks):
@@ -70,24 +69,20 @@ class _ChainRunner:
         return None
 
     def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
-        """One chain at ``temperature`` from ``state``; exact prior draws at ``t = 0``."""
+        """One chain at ``temperature`` from ``state``, updated in place; exact prior draws at ``t = 0``."""
         seed_seq = np.random.SeedSequence(rng.integers(2**63))
         model, sampler = self.model, self.sampler
-        if temperature == 0.0 or state is None:
+        if temperature == 0.0:  # the ladder's first rung
             out, F = score_prior(self.data, self.blocks, model.n_components, n_samples - n_burnin,
                                  prior_rates=model.prior_rates, seed_seq=seed_seq)
-            if temperature == 0.0:
-                return F, ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, np.nan, None, out.F_mean)
-            state = F
-        psgld = isinstance(sampler, PSGLD)
-        settings = dict(sampler="psgld", alpha=sampler.alpha, sigma=sampler.sigma,
-                        freeze=sampler.adapt == "burnin") if psgld else dict(sampler="sgld")
-        F = np.array(state, dtype=np.float64, order="C")
-        out = run_chain(self.data, self.blocks, F, temperature=temperature, n_samples=n_samples, n_burnin=n_burnin,
-                        step_a=schedule.a, step_b=schedule.b, prior_rates=model.prior_rates, seed_seq=seed_seq,
-                        **settings)
-        return F, ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, out.step_size, None, out.F_mean,
-                             out.capped_fraction)
+            return F, ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, np.nan, None, out.F_mean)
+        psgld = (dict(alpha=sampler.alpha, sigma=sampler.sigma, freeze=sampler.adapt == "burnin")
+                 if isinstance(sampler, PSGLD) else {})
+        out = run_chain(self.data, self.blocks, state, temperature=temperature, n_samples=n_samples,
+                        n_burnin=n_burnin, step_a=schedule.a, step_b=schedule.b, sampler=sampler.name,
+                        prior_rates=model.prior_rates, seed_seq=seed_seq, **psgld)
+        return state, ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, out.step_size, None, out.F_mean,
+                                 out.capped_fraction)
 
 
 def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", likelihood_shape=1.0,
@@ -140,7 +135,4 @@ def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", 
     result = _sti(model, data, temperatures=temperatures, ladder=ladder, n_samples=n_samples, n_burnin=n_burnin,
                   sampler=sampler, step_size=step_size, step_decay=step_decay, random_state=random_state,
                   verbose=verbose)
-    offsets = data.offsets
-    F = result.posterior_mean
-    factors = [F[offsets[m]:offsets[m + 1]] for m in range(len(data.shape))]
-    return replace(result, posterior_mean=factors)
+    return replace(result, posterior_mean=np.split(result.posterior_mean, data.offsets[1:-1]))

@@ -21,14 +21,7 @@ NumPy may warn about the intended uint64 wrap-around).
 import numpy as np
 from numba import njit
 
-__all__ = [
-    "ZIGGURAT_LAYERS",
-    "fill_standard_normal",
-    "next_double",
-    "next_uint64",
-    "seed_streams",
-    "uniform_index",
-]
+__all__ = ["ZIGGURAT_LAYERS", "fill_standard_normal", "next_double", "next_uint64", "seed_streams", "uniform_index"]
 
 #: Replaces the first word of an all-zero state, the one state xoshiro cannot
 #: leave (2**64 / golden ratio, as in SplitMix64).
@@ -146,10 +139,7 @@ def fill_standard_normal(state, out):
     Langevin noise of every parameter in every iteration is a large share of a
     chain's time. The state stays in locals through the loop.
     """
-    s0 = state[0]
-    s1 = state[1]
-    s2 = state[2]
-    s3 = state[3]
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for k in range(out.shape[0]):
         while True:
             bits, s0, s1, s2, s3 = _xoshiro_step(s0, s1, s2, s3)
@@ -171,10 +161,7 @@ def fill_standard_normal(state, out):
             if y < np.exp(-0.5 * z * z):
                 break
         out[k] = -z if (bits >> np.uint64(8)) & np.uint64(1) else z
-    state[0] = s0
-    state[1] = s1
-    state[2] = s2
-    state[3] = s3
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
 def seed_streams(seed_seq, n_streams):
@@ -195,13 +182,7 @@ def seed_streams(seed_seq, n_streams):
         :data:`ZERO_STATE_FILLER` as its first word.
     """
     if not isinstance(seed_seq, np.random.SeedSequence):
-        raise TypeError(
-            f"seed_seq must be a numpy.random.SeedSequence, got {type(seed_seq).__name__}."
-        )
-    n_streams = int(n_streams)
-    if n_streams < 1:
-        raise ValueError(f"n_streams must be at least 1, got {n_streams}.")
+        raise TypeError(f"seed_seq must be a numpy.random.SeedSequence, got {type(seed_seq).__name__}.")
     states = seed_seq.generate_state(4 * n_streams, dtype=np.uint64).reshape(n_streams, 4)
-    states = np.ascontiguousarray(states, dtype=np.uint64)
     states[~states.any(axis=1), 0] = ZERO_STATE_FILLER
     return states

@@ -34,10 +34,13 @@ log-likelihood of the drawn part at the state before iteration ``k``'s
 update, and that state into the running mean of the factors.
 
 **Passes.** A dense matrix's block takes :math:`V` and the gradients from
-three BLAS products, any other block visits its listed entries (the
-non-zeros of counts, every entry of the Gamma family); the Poisson linear part :math:`-\sum V` and
-its gradient come from the block's column sums
-(:mod:`~skevidence.cp.likelihood`).
+three BLAS products (its entries through
+:func:`~skevidence.cp.likelihood.dense_entries`), any other block visits its
+listed entries (the non-zeros of counts, every entry of the Gamma family);
+the Poisson linear part :math:`-\sum V` and its gradient come from the
+block's column sums (:mod:`~skevidence.cp.likelihood`). The blocks of a part
+write their gradients and noise into their own rows of arrays shaped like the
+stacked factors.
 """
 
 import types
@@ -49,8 +52,10 @@ from numba import njit, prange
 
 from ..._config import FASTMATH, LANGEVIN_MAX_DRIFT, MAX_CAPPED_FRACTION, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA
 from ...exceptions import SamplerDivergenceError
-from ..likelihood import entry
+from ...samplers import StepSizeSchedule
+from ..likelihood import dense_entries, entry
 from ..model import check_prior_rates
+from .passes import other_modes
 from .rng import fill_standard_normal, next_double, seed_streams, uniform_index
 
 __all__ = ["ChainResult", "SAMPLERS", "run_chain", "score_prior"]
@@ -63,157 +68,106 @@ _OK, _NONFINITE_STATE, _NONFINITE_LOGLIK = 0, 1, 2
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _step_size(k, n_burnin, a, b):
-    """``(a / min(k, K_b)) ** b``; ``a`` if ``b == 0``."""
-    if b == 0.0:
-        return a
-    return (a / min(max(k, 1), max(n_burnin, 1))) ** b
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _part_groups(bounds, part, b, groups):
-    """Groups of block ``b`` of part ``part`` into ``groups`` (one per mode); returns the block's id."""
+def _block(bounds, offsets, part, b, rows):
+    """Block ``b`` of part ``part``: its rows ``(first, end)`` of every mode's factor into ``rows``; returns its id."""
     n_modes, B = bounds.shape[0], bounds.shape[1] - 1
-    for m in range(n_modes - 1, 0, -1):
-        groups[m] = (b + part % B) % B
-        part //= B
-    groups[0] = b
     bid = 0
     for m in range(n_modes):
-        bid = bid * B + groups[m]
+        # mode m's shift is the part's digit m in base B (mode 0's is 0)
+        group = (b + part // B ** (n_modes - 1 - m)) % B
+        rows[m, 0], rows[m, 1] = offsets[m] + bounds[m, group], offsets[m] + bounds[m, group + 1]
+        bid = bid * B + group
     return bid
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _part_sizes(bounds):
+def _part_sizes(bounds, offsets):
     """Number of entries of every part."""
     n_modes, B = bounds.shape[0], bounds.shape[1] - 1
-    groups = np.empty(n_modes, dtype=np.int64)
+    rows = np.empty((n_modes, 2), dtype=np.int64)
     sizes = np.zeros(B ** (n_modes - 1), dtype=np.int64)
     for part in range(sizes.shape[0]):
         for b in range(B):
-            _part_groups(bounds, part, b, groups)
-            size = 1
-            for m in range(n_modes):
-                size *= bounds[m, groups[m] + 1] - bounds[m, groups[m]]
-            sizes[part] += size
+            _block(bounds, offsets, part, b, rows)
+            sizes[part] += np.prod(rows[:, 1] - rows[:, 0])
     return sizes
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _block_rows(bounds, offsets, groups, rows):
-    """``rows[m] = (first, end)`` of the block's rows in the stacked factors, then ``(first, end)`` in mode ``m``."""
-    for m in range(bounds.shape[0]):
-        lo, hi = bounds[m, groups[m]], bounds[m, groups[m] + 1]
-        rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3] = offsets[m] + lo, offsets[m] + hi, lo, hi
-
-
-@njit(cache=True, fastmath=FASTMATH, inline="always")
-def _views(F, g, rows, m):
-    """Factor ``m`` of the stacked ``F`` indexed by mode index, and the block's gradient of it ``(n, R)`` in ``g``."""
-    R = F.shape[1]
-    at = 0
-    for o in range(m):
-        at += (rows[o, 1] - rows[o, 0]) * R
-    n = rows[m, 1] - rows[m, 0]
-    return F[rows[m, 0] - rows[m, 2] : rows[m, 1]], g[at : at + n * R].reshape((n, R))
+def _work_size(X, bounds, R):
+    """A block's work space: the means of a dense block, or the Poisson linear part's column sums."""
+    widths = bounds[:, 1:] - bounds[:, :-1]
+    return max(np.max(widths[0]) * np.max(widths[1]) if X.size > 0 else 0, bounds.shape[0] * R)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _dense_block_2(X, F, rows, g, work, keep, kappa, floor):
+def _dense_block(X, F, offsets, rows, g, work, keep, kappa, floor):
     """The entry part of a dense two-way block: its value (0 unless ``keep``), its gradient into ``g``."""
-    i0, i1, j0, j1 = rows[0, 2], rows[0, 3], rows[1, 2], rows[1, 3]
-    W, gW = _views(F, g, rows, 0)
-    Ht, gHt = _views(F, g, rows, 1)
-    Wb, Htb = W[i0:i1], Ht[j0:j1]
+    i0, i1, j0, j1 = rows[0, 0], rows[0, 1], rows[1, 0], rows[1, 1]
+    W, Ht = F[i0:i1], F[j0:j1]
     V = work[: (i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
-    np.dot(Wb, Htb.T, V)
-    ll = 0.0
-    for i in range(i1 - i0):
-        for j in range(j1 - j0):
-            term, V[i, j] = entry(X[i0 + i, j0 + j], V[i, j] + floor, kappa, keep)
-            ll += term
-    np.dot(V, Htb, gW)
-    np.dot(V.T, Wb, gHt)
+    np.dot(W, Ht.T, V)
+    ll = dense_entries(X[i0:i1, j0 - offsets[1] : j1 - offsets[1]], V, floor, kappa, keep)
+    np.dot(V, Ht, g[i0:i1])
+    np.dot(V.T, W, g[j0:j1])
     return ll
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _listed_block(coords, vals, start, stop, F, rows, g, keep, kappa, floor):
-    """The entry part of a block from its listed entries ``start:stop``."""
-    R = F.shape[1]
+def _listed_block(coords, vals, start, stop, F, offsets, g, keep, kappa, floor):
+    """The entry part of a block from its listed entries ``start:stop``, its gradient added to ``g``."""
     three = coords.shape[1] == 3
     last = coords.shape[1] - 1
-    i0, j0, k0 = rows[0, 2], rows[1, 2], rows[last, 2]
-    A, gA = _views(F, g, rows, 0)
-    Bf, gB = _views(F, g, rows, 1)
-    C, gC = _views(F, g, rows, last)
-    g[:] = 0.0
     ll = 0.0
     for e in range(start, stop):
-        i = coords[e, 0]
-        j = coords[e, 1]
-        k = coords[e, last]
+        i, j, k = offsets[0] + coords[e, 0], offsets[1] + coords[e, 1], offsets[last] + coords[e, last]
         v = floor
-        for r in range(R):
-            v += A[i, r] * Bf[j, r] * C[k, r] if three else A[i, r] * Bf[j, r]
+        for r in range(F.shape[1]):
+            v += F[i, r] * F[j, r] * (F[k, r] if three else 1.0)
         term, w = entry(vals[e], v, kappa, keep)
         ll += term
-        for r in range(R):
+        for r in range(F.shape[1]):
+            c = F[k, r] if three else 1.0
+            g[i, r] += w * F[j, r] * c
+            g[j, r] += w * F[i, r] * c
             if three:
-                gA[i - i0, r] += w * Bf[j, r] * C[k, r]
-                gB[j - j0, r] += w * A[i, r] * C[k, r]
-                gC[k - k0, r] += w * A[i, r] * Bf[j, r]
-            else:
-                gA[i - i0, r] += w * Bf[j, r]
-                gB[j - j0, r] += w * A[i, r]
+                g[k, r] += w * F[i, r] * F[j, r]
     return ll
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def _linear_part(F, rows, g, sums):
     r"""Add the block's Poisson linear part :math:`-\sum V` to its gradient ``g``; return its value."""
-    n_modes, R = rows.shape[0], F.shape[1]
-    for m in range(n_modes):
-        for r in range(R):
-            sums[m, r] = 0.0
+    sums[:] = 0.0
+    for m in range(rows.shape[0]):
         for a in range(rows[m, 0], rows[m, 1]):
-            for r in range(R):
-                sums[m, r] += F[a, r]
+            sums[m] += F[a]
     ll = 0.0
-    at = 0
-    for m in range(n_modes):
-        for r in range(R):
-            others = 1.0
-            for o in range(n_modes):
-                if o != m:
-                    others *= sums[o, r]
-            if m == 0:
-                ll -= others * sums[0, r]
-            for a in range(rows[m, 1] - rows[m, 0]):
-                g[at + a * R + r] -= others
-        at += (rows[m, 1] - rows[m, 0]) * R
+    for r in range(F.shape[1]):
+        ll -= other_modes(sums, 0, r) * sums[0, r]
+        for m in range(rows.shape[0]):
+            g[rows[m, 0] : rows[m, 1], r] -= other_modes(sums, m, r)
     return ll
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _block_loglik(X, coords, vals, block_ptr, bid, F, rows, g, work, keep, kappa, floor):
-    """Log-likelihood of block ``bid`` without its constant (0 unless ``keep``); its gradient into ``g``.
+def _block_loglik(data, bid, F, rows, g, work, keep):
+    """Log-likelihood of block ``bid`` (0 unless ``keep``); its gradient into the block's rows of ``g``.
 
-    ``X`` is a dense matrix (its blocks go through BLAS), or an empty one: the block's listed entries.
+    ``data`` is :func:`_kernel_data`'s: a dense matrix (its blocks go through
+    BLAS), or an empty one and the listed entries.
     """
+    X, coords, vals, block_ptr, block_constant, kappa, floor, bounds, offsets = data
     n_modes, R = rows.shape[0], F.shape[1]
-    n_g = 0
-    for m in range(n_modes):
-        n_g += (rows[m, 1] - rows[m, 0]) * R
-    gb = g[:n_g]
     if X.size == 0:
-        ll = _listed_block(coords, vals, block_ptr[bid], block_ptr[bid + 1], F, rows, gb, keep, kappa, floor)
+        for m in range(n_modes):
+            g[rows[m, 0] : rows[m, 1]] = 0.0
+        ll = _listed_block(coords, vals, block_ptr[bid], block_ptr[bid + 1], F, offsets, g, keep, kappa, floor)
     else:
-        ll = _dense_block_2(X, F, rows, gb, work, keep, kappa, floor)
+        ll = _dense_block(X, F, offsets, rows, g, work, keep, kappa, floor)
     if kappa == 0.0:
-        ll += _linear_part(F, rows, gb, work[: n_modes * R].reshape((n_modes, R)))
-    return ll if keep else 0.0
+        ll += _linear_part(F, rows, g, work[: n_modes * R].reshape((n_modes, R)))
+    return ll - block_constant[bid] if keep else 0.0
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -223,17 +177,16 @@ def _update(theta, v, g_lik, noise, eps, lik_scale, mean_scale, lam, psgld, init
     ``noise`` holds standard normals. ``(g - g) == 0`` holds for a finite
     ``g`` only: the cap must not hide a non-finite gradient.
     """
-    n = theta.shape[0]
     ok = True
     n_capped = 0
     if psgld:
-        for i in range(n):
+        for i in range(theta.shape[0]):
             gb = mean_scale * g_lik[i]
             if init_v:
                 v[i] = gb * gb
             elif adapt_v:
                 v[i] = alpha * v[i] + (1.0 - alpha) * (gb * gb)
-    for i in range(n):
+    for i in range(theta.shape[0]):
         precond = 1.0 / (sigma + np.sqrt(v[i])) if psgld else 1.0
         g = lik_scale * g_lik[i] - lam
         sd = np.sqrt(2.0 * eps * precond)
@@ -246,78 +199,52 @@ def _update(theta, v, g_lik, noise, eps, lik_scale, mean_scale, lam, psgld, init
     return ok, n_capped
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _work_sizes(X, bounds, R):
-    """Per-block buffer sizes ``(gradient, work, noise)``."""
-    n_modes = bounds.shape[0]
-    sizes = np.array([np.max(bounds[m, 1:] - bounds[m, :-1]) for m in range(n_modes)])
-    work = sizes[0] * sizes[1] if X.size > 0 else R
-    return sizes.sum() * R, max(work, n_modes * R), sizes.max() * R
-
-
 @njit(cache=True, parallel=True, fastmath=FASTMATH)
-def _chain(X, coords, vals, block_ptr, block_constant, kappa, floor, bounds, offsets, F, vF, streams, temperature,
-           n_samples, n_burnin, step_a, step_b, psgld, alpha, sigma, freeze, rates, log_lik, F_sum):
-    """The whole chain; returns ``(status, iteration, n_evaluations, n_capped)``."""
-    n_modes, B, R = bounds.shape[0], bounds.shape[1] - 1, F.shape[1]
-    n_g, n_work, n_noise = _work_sizes(X, bounds, R)
-    g_buf = np.empty((B, n_g))
-    work_buf = np.empty((B, n_work))
-    noise_buf = np.empty((B, n_noise))
-    groups_buf = np.empty((B, n_modes), dtype=np.int64)
-    rows_buf = np.empty((B, n_modes, 4), dtype=np.int64)
+def _chain(data, F, vF, streams, steps, temperature, n_burnin, psgld, alpha, sigma, freeze, rates, log_lik, F_sum):
+    """The whole chain (``steps[k - 1]``: iteration ``k``'s step); returns ``(status, k, n_evaluations, n_capped)``."""
+    bounds, offsets = data[7], data[8]
+    n_modes, B = bounds.shape[0], bounds.shape[1] - 1
+    g, noise = np.empty_like(F), np.empty_like(F)
+    work = np.empty((B, _work_size(data[0], bounds, F.shape[1])))
+    rows_buf = np.empty((B, n_modes, 2), dtype=np.int64)
     ll_blocks = np.zeros(B)
     ok_blocks = np.ones(B, dtype=np.bool_)
     capped_blocks = np.zeros(B, dtype=np.int64)
-    part_sizes = _part_sizes(bounds)
-    scale = float(part_sizes.shape[0])
-    n_evals = 0
-    n_capped = 0
-    for k in range(1, n_samples + 1):
-        part = uniform_index(streams[0], part_sizes.shape[0])
-        eps = _step_size(k, n_burnin, step_a, step_b)
+    part_sizes = _part_sizes(bounds, offsets)
+    n_parts = part_sizes.shape[0]
+    n_evals = n_capped = 0
+    for k in range(1, steps.shape[0] + 1):
+        part = uniform_index(streams[0], n_parts)
         keep = k > n_burnin
-        init_v = k == 1
-        adapt_v = not (freeze and keep)
-        lik_scale = temperature * scale
-        mean_scale = temperature / part_sizes[part]
         for b in prange(B):
             rows = rows_buf[b]
-            bid = _part_groups(bounds, part, b, groups_buf[b])
-            _block_rows(bounds, offsets, groups_buf[b], rows)
-            g = g_buf[b]
-            ll = _block_loglik(X, coords, vals, block_ptr, bid, F, rows, g, work_buf[b], keep, kappa, floor)
-            ll_blocks[b] = ll - block_constant[bid]
-            ok, capped, at = True, 0, 0
+            bid = _block(bounds, offsets, part, b, rows)
+            ll_blocks[b] = _block_loglik(data, bid, F, rows, g, work[b], keep)
+            ok, capped = True, 0
             for m in range(n_modes):
                 a0, a1 = rows[m, 0], rows[m, 1]
-                n = (a1 - a0) * R
                 if keep:
-                    for a in range(a0, a1):
-                        for r in range(R):
-                            F_sum[a, r] += F[a, r]
-                noise = noise_buf[b, :n]
-                fill_standard_normal(streams[1 + b], noise)
-                ok_m, capped_m = _update(F[a0:a1].reshape(-1), vF[a0:a1].reshape(-1), g[at : at + n], noise, eps,
-                                         lik_scale, mean_scale, rates[m], psgld, init_v, adapt_v, alpha, sigma)
+                    F_sum[a0:a1] += F[a0:a1]
+                z = noise[a0:a1].reshape(-1)
+                fill_standard_normal(streams[1 + b], z)
+                ok_m, capped_m = _update(F[a0:a1].reshape(-1), vF[a0:a1].reshape(-1), g[a0:a1].reshape(-1), z,
+                                         steps[k - 1], temperature * n_parts, temperature / part_sizes[part], rates[m],
+                                         psgld, k == 1, not (freeze and keep), alpha, sigma)
                 ok &= ok_m
                 capped += capped_m
-                at += n
-            ok_blocks[b] = ok
-            capped_blocks[b] = capped
+            ok_blocks[b], capped_blocks[b] = ok, capped
         n_evals += part_sizes[part]
-        for b in range(B):
-            if not ok_blocks[b]:
-                return _NONFINITE_STATE, k, n_evals, n_capped
+        if not ok_blocks.all():
+            return _NONFINITE_STATE, k, n_evals, n_capped
         if keep:
-            total = 0.0
+            total = 0.0  # summed in block order, whatever the threads
             for b in range(B):
                 total += ll_blocks[b]
                 n_capped += capped_blocks[b]
             if not np.isfinite(total):
                 return _NONFINITE_LOGLIK, k, n_evals, n_capped
-            log_lik[k - n_burnin - 1] = total * scale
-    return _OK, n_samples, n_evals, n_capped
+            log_lik[k - n_burnin - 1] = total * n_parts
+    return _OK, steps.shape[0], n_evals, n_capped
 
 
 def _serial_twin(kernel):
@@ -337,33 +264,28 @@ _chain_serial = _serial_twin(_chain)
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _prior_scores(X, coords, vals, block_ptr, block_constant, kappa, floor, bounds, offsets, F, streams, rates,
-                  log_lik, F_sum):
+def _prior_scores(data, F, streams, rates, log_lik, F_sum):
     """Exact prior draws of the stacked factors (stream 1, row-major), each scored on one random part (stream 0).
 
     ``F`` ends as the last draw. Returns the number of entries scored.
     """
-    n_modes, B, R = bounds.shape[0], bounds.shape[1] - 1, F.shape[1]
-    n_g, n_work, _ = _work_sizes(X, bounds, R)
-    g = np.empty(n_g)
-    work = np.empty(n_work)
-    groups = np.empty(n_modes, dtype=np.int64)
-    rows = np.empty((n_modes, 4), dtype=np.int64)
-    part_sizes = _part_sizes(bounds)
+    bounds, offsets = data[7], data[8]
+    n_modes, B = bounds.shape[0], bounds.shape[1] - 1
+    g = np.empty_like(F)
+    work = np.empty(_work_size(data[0], bounds, F.shape[1]))
+    rows = np.empty((n_modes, 2), dtype=np.int64)
+    part_sizes = _part_sizes(bounds, offsets)
     n_evals = 0
     for k in range(log_lik.shape[0]):
         for m in range(n_modes):
             for a in range(offsets[m], offsets[m + 1]):
-                for r in range(R):
+                for r in range(F.shape[1]):
                     F[a, r] = -np.log(next_double(streams[1])) / rates[m]
         F_sum += F
         part = uniform_index(streams[0], part_sizes.shape[0])
         total = 0.0
         for b in range(B):
-            bid = _part_groups(bounds, part, b, groups)
-            _block_rows(bounds, offsets, groups, rows)
-            total += _block_loglik(X, coords, vals, block_ptr, bid, F, rows, g, work, True, kappa, floor)
-            total -= block_constant[bid]
+            total += _block_loglik(data, _block(bounds, offsets, part, b, rows), F, rows, g, work, True)
         log_lik[k] = total * part_sizes.shape[0]
         n_evals += part_sizes[part]
     return n_evals
@@ -385,7 +307,7 @@ class ChainResult(NamedTuple):
 
 
 def _kernel_data(data, blocks):
-    """The kernels' data arguments: a dense matrix, or an empty one and the listed entries."""
+    """The kernels' data tuple: a dense matrix, or an empty one and the listed entries; the blocks' layout."""
     X = data.X if data.dense2 else np.empty((0, 0))
     return (X, blocks.coords, blocks.vals, blocks.block_ptr, blocks.block_constant, data.kappa, data.floor,
             blocks.bounds, data.offsets)
@@ -441,38 +363,34 @@ def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step
     rates = np.array(check_prior_rates(prior_rates, len(data.shape)))
     if F.shape != (data.offsets[-1], F.shape[1]) or not (np.all(np.isfinite(F)) and np.all(F >= 0)):
         raise ValueError(f"F must be finite, non-negative and of shape ({data.offsets[-1]}, R), got {F.shape}.")
+    schedule = StepSizeSchedule(step_a, step_b, n_burnin)
+    steps = np.array([schedule(k) for k in range(1, n_samples + 1)], dtype=np.float64)
     n_kept = n_samples - n_burnin
     state = np.array(F, dtype=np.float64, order="C")
-    vF, F_sum = np.zeros_like(state), np.zeros_like(state)
-    streams = seed_streams(seed_seq, blocks.bounds.shape[1])
-    log_lik = np.empty(n_kept)
+    vF, F_sum, log_lik = np.zeros_like(state), np.zeros_like(state), np.empty(n_kept)
     # The parallel runtime forks and joins every iteration: worth it only for parts with enough entries.
     B = blocks.bounds.shape[1] - 1
     parallel = numba.get_num_threads() > 1 and data.n_data // B ** (len(data.shape) - 1) >= PARALLEL_MIN_PART
-    kernel = _chain if parallel else _chain_serial
-    status, k, n_evals, n_capped = kernel(
-        *_kernel_data(data, blocks), state, vF, streams, float(temperature), int(n_samples), int(n_burnin),
-        float(step_a), float(step_b), sampler == "psgld", float(alpha), float(sigma), bool(freeze), rates, log_lik,
-        F_sum,
-    )
+    status, k, n_evals, n_capped = (_chain if parallel else _chain_serial)(
+        _kernel_data(data, blocks), state, vF, seed_streams(seed_seq, B + 1), steps, float(temperature),
+        int(n_burnin), sampler == "psgld", float(alpha), float(sigma), bool(freeze), rates, log_lik, F_sum)
     capped_fraction = n_capped / (n_kept * state.size)
-    eps = _step_size(n_samples, n_burnin, step_a, step_b)
-    if status != _OK or capped_fraction > max_capped_fraction:
-        if status != _OK:
-            what = "gradient or state" if status == _NONFINITE_STATE else "log-likelihood"
-            failure = f"(non-finite {what}) at iteration {k}"
-            eps = _step_size(k, n_burnin, step_a, step_b)
-        else:
-            failure = (f"by iteration {k}: after burn-in the drift of {100 * capped_fraction:.2g}% of its updates "
-                       f"exceeded the cap of {LANGEVIN_MAX_DRIFT:g} noise standard deviations (its steps are too "
-                       "long to sample the posterior)")
-        raise SamplerDivergenceError(
-            f"The {sampler} chain at temperature t={temperature:.4g} diverged {failure}, with step size {eps:.3g}. "
-            f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
-            temperature=temperature, iteration=int(k), step_size=float(eps),
-        )
-    F[...] = state
-    return ChainResult(log_lik, F_sum / n_kept, float(eps), int(n_evals), float(capped_fraction))
+    if status != _OK:
+        what = "gradient or state" if status == _NONFINITE_STATE else "log-likelihood"
+        failure = f"(non-finite {what}) at iteration {k}"
+    elif capped_fraction > max_capped_fraction:
+        failure = (f"by iteration {k}: after burn-in the drift of {100 * capped_fraction:.2g}% of its updates "
+                   f"exceeded the cap of {LANGEVIN_MAX_DRIFT:g} noise standard deviations (its steps are too long "
+                   "to sample the posterior)")
+    else:
+        F[...] = state
+        return ChainResult(log_lik, F_sum / n_kept, float(steps[-1]), int(n_evals), float(capped_fraction))
+    eps = float(steps[k - 1])
+    raise SamplerDivergenceError(
+        f"The {sampler} chain at temperature t={temperature:.4g} diverged {failure}, with step size {eps:.3g}. "
+        f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
+        temperature=temperature, iteration=int(k), step_size=eps,
+    )
 
 
 def score_prior(data, blocks, n_components, n_draws, *, prior_rates, seed_seq):
@@ -485,9 +403,8 @@ def score_prior(data, blocks, n_components, n_draws, *, prior_rates, seed_seq):
     if R < 1 or n_draws < 1:
         raise ValueError(f"n_components and n_draws must be at least 1, got {R} and {n_draws}.")
     F = np.empty((data.offsets[-1], R))
-    F_sum = np.zeros_like(F)
-    log_lik = np.empty(n_draws)
-    n_evals = _prior_scores(*_kernel_data(data, blocks), F, seed_streams(seed_seq, 2), rates, log_lik, F_sum)
+    F_sum, log_lik = np.zeros_like(F), np.empty(n_draws)
+    n_evals = _prior_scores(_kernel_data(data, blocks), F, seed_streams(seed_seq, 2), rates, log_lik, F_sum)
     if not np.all(np.isfinite(log_lik)):
         raise ValueError("The log-likelihood is not finite at some prior draws; check that X is valid.")
     return ChainResult(log_lik, F_sum / n_draws, np.nan, int(n_evals)), F
