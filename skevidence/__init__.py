@@ -32,24 +32,9 @@ from .exceptions import SamplerDivergenceError
 from .plotting import EvidenceCurveDisplay
 
 __all__ = [
-    "BayesianGMM",
-    "BayesianLinearRegression",
-    "BayesianLogisticRegression",
-    "BayesianNMFRankSelector",
-    "EvidenceCurveDisplay",
-    "EvidenceGridSearch",
-    "EvidenceResult",
-    "GaussianAdditiveModel",
-    "PARAFACRankSelector",
-    "PoissonNMF",
-    "PoissonPARAFAC",
-    "SamplerDivergenceError",
-    "SemiSupervisedNMF",
-    "SeparationResult",
-    "ais_log_evidence",
-    "exact_log_evidence",
-    "sgais_log_evidence",
-    "sti_log_evidence",
-    "temperature_ladder",
+    "BayesianGMM", "BayesianLinearRegression", "BayesianLogisticRegression", "BayesianNMFRankSelector",
+    "EvidenceCurveDisplay", "EvidenceGridSearch", "EvidenceResult", "GaussianAdditiveModel", "PARAFACRankSelector",
+    "PoissonNMF", "PoissonPARAFAC", "SamplerDivergenceError", "SemiSupervisedNMF", "SeparationResult",
+    "ais_log_evidence", "exact_log_evidence", "sgais_log_evidence", "sti_log_evidence", "temperature_ladder",
 ]
 __version__ = "0.1.0"

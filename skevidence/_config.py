@@ -72,15 +72,9 @@ PARALLEL_MIN_PART = 20_000
 # ----------------------------------------------------------------------------
 # Defaults of the estimators, the evidence functions and the command line.
 
-#: Minibatch size of STI: the papers' N_s = 250 (Şimşekli et al. 2016, section 4.1.1).
-STI_BATCH_SIZE = 250
-
 #: Minibatch and chunk size of SGAIS (Cameron et al. 2019a): larger than STI's,
 #: since a chunk's annealing reweights every particle by the whole minibatch.
 SGAIS_BATCH_SIZE = 500
-
-#: The per-observation learning rate of Cameron et al. (2019b): eta = 0.1 / n.
-SGAIS_LEARNING_RATE = 0.1
 
 #: The friction alpha of Cameron et al. (2019b) (1 - alpha is the fraction of velocity kept per step).
 SGAIS_MOMENTUM_DECAY = 0.2
@@ -89,28 +83,15 @@ SGAIS_MOMENTUM_DECAY = 0.2
 #: estimators' ``method="sti"`` and ``method="rti"``: the papers' settings
 #: (Şimşekli et al. 2016) with twenty temperatures of the power ladder, which
 #: keeps the ladder's error below the Monte-Carlo error across the models and
-#: data sizes of the tests (ten leave nats).
-STI_DEFAULTS = dict(
-    temperatures=20,
-    ladder="power",
-    n_samples=3000,
-    n_burnin=1000,
-    batch_size=STI_BATCH_SIZE,
-    sampler="psgld",
-    step_size="auto",
-    step_decay=STEP_DECAY,
-)
+#: data sizes of the tests (ten leave nats); the minibatch is the papers'
+#: N_s = 250 (section 4.1.1).
+STI_DEFAULTS = dict(temperatures=20, ladder="power", n_samples=3000, n_burnin=1000, batch_size=250, sampler="psgld",
+                    step_size="auto", step_decay=STEP_DECAY)
 
-#: Default settings of :func:`~skevidence.sgais_log_evidence` and :func:`~skevidence.evidence.sgais_init`.
-SGAIS_DEFAULTS = dict(
-    n_particles=10,
-    target_ess=8,
-    chunk_size=None,
-    n_steps=20,
-    learning_rate=SGAIS_LEARNING_RATE,
-    resample=True,
-    reservoir_size=None,
-)
+#: Default settings of :func:`~skevidence.sgais_log_evidence` and :func:`~skevidence.evidence.sgais_init`; the
+#: learning rate is the per-observation rate of Cameron et al. (2019b): eta = 0.1 / n.
+SGAIS_DEFAULTS = dict(n_particles=10, target_ess=8, chunk_size=None, n_steps=20, learning_rate=0.1, resample=True,
+                      reservoir_size=None)
 
 #: ``BayesianGMM``'s SGAIS settings where they differ from the function's. A
 #: per-observation learning rate of 1.0 (the value Cameron et al. 2019a run their
@@ -126,16 +107,8 @@ GMM_SGAIS_DEFAULTS = dict(n_particles=30, target_ess=24, learning_rate=1.0)
 
 #: Defaults of the referenced path (:func:`~skevidence.evidence.referenced_ti_log_evidence`;
 #: measured on the bundled clip and on simulated counts against the SMC; see the user guide).
-RTI_DEFAULTS = dict(
-    n_temperatures=16,
-    n_burnin=200,
-    n_keep=400,
-    n_leapfrog=10,
-    n_starts=8,
-    max_starts=64,
-    max_time=None,
-    max_refinements=8,
-)
+RTI_DEFAULTS = dict(n_temperatures=16, n_burnin=200, n_keep=400, n_leapfrog=10, n_starts=8, max_starts=64,
+                    max_time=None, max_refinements=8)
 
 #: Default number of groups of every mode of the block-parallel SG-MCMC chains (Şimşekli et al. 2016 use
 #: 5 x 5 on a 100 x 75 matrix).
@@ -157,8 +130,4 @@ DECISION_Z = 3.0
 #: Defaults of ``skevidence nmf-rank``. ``scale`` multiplies the 16-bit sample units (the Poisson likelihood
 #: reads magnitudes as counts at that scale). ``max_refinements`` bounds the refinement of a rank in each pass
 #: (each step doubles the work so far): the same bound on any machine, so the same seed gives the same numbers.
-CLI_DEFAULTS = dict(
-    ranks=(1, 2, 4, 8, 16, 32),
-    scale=1e-3,
-    max_refinements=3,
-)
+CLI_DEFAULTS = dict(ranks=(1, 2, 4, 8, 16, 32), scale=1e-3, max_refinements=3)

@@ -9,6 +9,7 @@ every parameter and attribute in every class.
 """
 
 import re
+import textwrap
 
 __all__ = ["FRAGMENTS", "fill_doc"]
 
@@ -62,16 +63,6 @@ SGAIS's final particles, or AIS's when its result carries them
 (``result_.diagnostics["particles"]``). A method that reports only a
 posterior mean (STI: the mean of the chain at :math:`t = 1`) gives a
 single row, that mean.""",
-    "display_drawn": """\
-ax : matplotlib Axes, default=None
-    Axes to draw on; ``None`` creates a figure and axes.
-n_std, xscale, errorbar_kw, best_marker_kw
-    As in :meth:`plot`.
-
-Returns
--------
-display : EvidenceCurveDisplay
-    The drawn display.""",
     "features_in": """\
 n_features_in_ : int
     Number of features seen during ``fit``.
@@ -82,20 +73,15 @@ feature_names_in_ : ndarray of shape (`n_features_in_`,)
 _PLACEHOLDER = re.compile(r"^( *)%\((\w+)\)s$", re.MULTILINE)
 
 
-def _fill(doc):
-    def fragment(match):
-        indent, name = match.groups()
-        return "\n".join(indent + line if line else line for line in FRAGMENTS[name].splitlines())
-
-    return _PLACEHOLDER.sub(fragment, doc)
+def _fragment(match):
+    indent, name = match.groups()
+    return textwrap.indent(FRAGMENTS[name], indent)
 
 
 def fill_doc(cls):
     """Class decorator: insert the :data:`FRAGMENTS` in the docstrings of ``cls`` and of its own functions."""
-    if cls.__doc__:
-        cls.__doc__ = _fill(cls.__doc__)
-    for member in vars(cls).values():
+    for member in [cls, *vars(cls).values()]:
         function = getattr(member, "__func__", member)
-        if callable(function) and getattr(function, "__doc__", None):
-            function.__doc__ = _fill(function.__doc__)
+        if callable(function) and function.__doc__:
+            function.__doc__ = _PLACEHOLDER.sub(_fragment, function.__doc__)
     return cls

@@ -26,11 +26,8 @@ class _PrintProgress(_NoProgress):
 
     def update(self, n=1, message=None):
         self.done += n
-        elapsed = time.perf_counter() - self.start
-        line = f"[{self.desc}] {self.done}/{self.total} ({elapsed:.1f} s)"
-        if message:
-            line += f" {message}"
-        print(line, file=self.stream, flush=True)
+        line = f"[{self.desc}] {self.done}/{self.total} ({time.perf_counter() - self.start:.1f} s) {message or ''}"
+        print(line.rstrip(), file=self.stream, flush=True)
 
 
 class _TqdmProgress:

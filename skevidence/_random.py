@@ -18,8 +18,6 @@ def seed_sequence(random_state):
     """
     if random_state is None:
         return np.random.SeedSequence()
-    if isinstance(random_state, np.random.SeedSequence):
-        return random_state
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ValueError(f"random_state must be non-negative, got {random_state}.")

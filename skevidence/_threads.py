@@ -35,10 +35,8 @@ def dask_threads_per_task():
     slots = Counter()
     for info in workers.values():
         slots[info["host"]] += info["nthreads"]
-    return {
-        address: max(1, (cores.get(address) or 1) // max(1, slots[info["host"]]))
-        for address, info in workers.items()
-    }
+    return {address: max(1, (cores.get(address) or 1) // max(1, slots[info["host"]]))
+            for address, info in workers.items()}
 
 
 def task_threads(n_threads, per_worker=None):

@@ -22,6 +22,4 @@ class SamplerDivergenceError(ValueError, FloatingPointError):
 
     def __init__(self, message, *, temperature=None, iteration=None, step_size=None):
         super().__init__(message)
-        self.temperature = temperature
-        self.iteration = iteration
-        self.step_size = step_size
+        self.temperature, self.iteration, self.step_size = temperature, iteration, step_size

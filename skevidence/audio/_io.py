@@ -1,6 +1,5 @@
 """Read audio files into floating-point waveforms."""
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -13,24 +12,6 @@ _WAV_SUFFIXES = frozenset({".wav", ".wave"})
 _SOUNDFILE_HINT = 'install soundfile with `pip install "skevidence[audio]"`'
 
 
-def pcm_to_float(samples, dtype=np.float64):
-    """Scale PCM samples to floats in [-1, 1), the convention of WAV readers.
-
-    Signed integers of ``b`` bits are divided by ``2 ** (b - 1)`` (int16 by
-    32768, int32 by ``2 ** 31``); unsigned integers, which only 8-bit WAV
-    uses, are centred first: ``(x - 128) / 128``. Floats are kept as they are.
-    """
-    samples = np.asarray(samples)
-    if samples.dtype.kind == "f":
-        return samples.astype(dtype, copy=False)
-    if samples.dtype.kind not in "iu":
-        raise TypeError(f"PCM samples must be integers or floats, got dtype {samples.dtype}.")
-    half = 2.0 ** (8 * samples.dtype.itemsize - 1)
-    centre = half if samples.dtype.kind == "u" else 0.0
-    # float64 holds every int32 exactly; the cast to a smaller dtype comes last.
-    return ((samples.astype(np.float64) - centre) / half).astype(dtype, copy=False)
-
-
 def _read_soundfile(path, reason):
     try:
         import soundfile
@@ -38,7 +19,7 @@ def _read_soundfile(path, reason):
         raise ImportError(f"Reading '{path}' needs the optional dependency soundfile ({reason}): "
                           f"{_SOUNDFILE_HINT}.") from exc
     try:
-        # soundfile scales integer formats by the same rule as pcm_to_float.
+        # soundfile scales integer formats by the same rule as load_audio's WAV branch.
         data, rate = soundfile.read(path, dtype="float64", always_2d=True)
     except (RuntimeError, TypeError, ValueError) as exc:  # LibsndfileError is a RuntimeError
         raise ValueError(f"soundfile cannot read '{path}': {exc}") from exc
@@ -106,7 +87,7 @@ def load_audio(path, *, mono=True, dtype=np.float64):
     dtype = np.dtype(dtype)  # numpy names a dtype it does not know
     if dtype.kind != "f":
         raise TypeError(f"dtype must be a floating-point type such as np.float64, got {dtype}.")
-    path = Path(os.fspath(path))
+    path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No such audio file: '{path}'.")
     if path.is_dir():
@@ -117,7 +98,6 @@ def load_audio(path, *, mono=True, dtype=np.float64):
 
         try:
             rate, data = wavfile.read(path)
-            data = pcm_to_float(data)
         except ValueError as exc:
             # Compressed WAV encodings (ADPCM, mu-law...) are beyond scipy, not soundfile.
             try:
@@ -125,9 +105,12 @@ def load_audio(path, *, mono=True, dtype=np.float64):
             except ImportError:
                 raise ValueError(f"scipy cannot read the WAV file '{path}' ({exc}); soundfile may: "
                                  f"{_SOUNDFILE_HINT}.") from exc
+        if data.dtype.kind in "iu":
+            # b-bit PCM over 2 ** (b - 1) (float64 holds every int32 exactly); 8-bit WAV is unsigned, centred first.
+            half = 2.0 ** (8 * data.dtype.itemsize - 1)
+            data = (data - (half if data.dtype.kind == "u" else 0.0)) / half
     else:
-        kind = path.suffix or "a file without suffix"
-        data, rate = _read_soundfile(path, f"scipy reads only WAV, this is {kind}")
+        data, rate = _read_soundfile(path, f"scipy reads only WAV, this is {path.suffix or 'a file without suffix'}")
 
     if data.ndim == 1:
         data = data[:, np.newaxis]

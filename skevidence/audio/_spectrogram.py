@@ -30,13 +30,12 @@ def quantization_step(x):
     values = np.unique(np.abs(np.asarray(x, dtype=np.float64)))
     # A lattice scaled and stored as float32 (read as such, or as float64) is off by a few ulps of each value.
     eps = np.finfo(np.float32 if np.array_equal(values, values.astype(np.float32)) else np.float64).eps
-    # A first step from the smallest gaps among the smallest values, where that rounding is smallest.
-    gaps = np.diff(values[:64])
-    gaps = gaps[gaps > 0]
-    if gaps.size == 0:
+    if values.size < 2:
         return 0.0
+    # A first step from the smallest gap among the smallest values, where that rounding is smallest.
+    gap = float(np.diff(values[:64]).min())
     for k in range(1, 257):
-        step = float(gaps.min()) / k
+        step = gap / k
         if values[-1] / step >= 2**32:
             break
         # Refined by least squares on ever more values, so that it holds up to the largest.
@@ -231,21 +230,15 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
 
     def _window(self):
         n_fft, window = self.n_fft, self.window
-        if isinstance(window, (str, tuple)):
-            try:
-                values = get_window(window, n_fft, fftbins=True)
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"window={window!r} is not a window scipy.signal.get_window knows ({exc}). Use a name "
-                                 "such as 'hamming' or 'hann', a tuple such as ('kaiser', 8.0), or an array of "
-                                 f"n_fft={n_fft} values.") from exc
-        else:
-            try:
-                values = np.asarray(window, dtype=np.float64)
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"window must hold n_fft={n_fft} real numbers ({exc}).") from exc
-            if values.shape != (n_fft,):
-                raise ValueError(f"window has shape {values.shape}, but an explicit window must be 1-D with "
-                                 f"n_fft={n_fft} values; change n_fft or the window.")
+        try:
+            values = (get_window(window, n_fft, fftbins=True) if isinstance(window, (str, tuple))
+                      else np.asarray(window, dtype=np.float64))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"window={window!r:.200} is not a window scipy.signal.get_window knows ({exc}): use a "
+                             f"name such as 'hann', a tuple such as ('kaiser', 8), or n_fft={n_fft} numbers.") from exc
+        if values.shape != (n_fft,):
+            raise ValueError(f"window has shape {values.shape}, but an explicit window must be 1-D with n_fft={n_fft} "
+                             "values; change n_fft or the window.")
         if not np.all(np.isfinite(values)) or not np.any(values):
             raise ValueError("window must be finite and not all zero.")
         return values
@@ -256,8 +249,7 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         hop = self.n_fft // 2 if self.hop_length is None else int(self.hop_length)
         if hop > self.n_fft:
             raise ValueError(f"hop_length={hop} exceeds n_fft={self.n_fft}: the samples between frames would be "
-                             "skipped and the STFT could not be inverted. Use hop_length <= n_fft (None gives n_fft // "
-                             "2, 50% overlap).")
+                             "skipped and the STFT could not be inverted. Use hop_length <= n_fft.")
         fs = 1.0 if self.sample_rate is None else float(self.sample_rate)
         # phase_shift=None: each column is the plain rfft of its windowed frame.
         return ShortTimeFFT(self._window(), hop, fs, fft_mode="onesided", mfft=self.n_fft, phase_shift=None)
@@ -268,18 +260,15 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         if sp.issparse(x):
             raise TypeError(f"{what} is a sparse matrix; pass a dense 1-D array of samples.")
         x = np.asarray(x)
-        if x.dtype.kind == "c":
-            raise TypeError(f"{what} is complex; pass real samples (for a complex STFT use istft).")
         if x.dtype.kind not in "biuf":
-            raise TypeError(f"{what} must hold numbers, got dtype {x.dtype}.")
+            raise TypeError(f"{what} must hold numbers, real samples, got dtype {x.dtype}.")
         if x.size == 0:
             raise ValueError(f"{what} is empty; pass at least n_fft={self.n_fft} samples.")
         if x.ndim == 2 and 1 in x.shape:
             x = x.reshape(-1)
         if x.ndim != 1:
-            raise ValueError(f"{what} has shape {x.shape}; a waveform is 1-D (or 2-D with one row or one column). Mix "
-                             "a multichannel recording down (load_audio(path, mono=True)) or pass its channels as a "
-                             "list of 1-D arrays.")
+            raise ValueError(f"{what} has shape {x.shape}; a waveform is 1-D (or one row or column). Mix a multichannel"
+                             " recording down (load_audio(path, mono=True)) or pass its channels as a list of arrays.")
         x = x.astype(np.float64)
         if not np.all(np.isfinite(x)):
             raise ValueError(f"{what} contains NaN or infinity ({np.count_nonzero(~np.isfinite(x))} samples); "
@@ -302,17 +291,15 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
                 raise ValueError("X mixes numbers and arrays; pass one waveform or a list of waveforms.")
         return [("the waveform X", self._check_waveform(X, "the waveform X"))]
 
-    def _scale_factor(self, x, what):
+    def _scale_factor(self, x, what, warn=True):
         if self.scale not in ("int16", "peak"):
             return float(self.scale)
         peak = np.max(np.abs(x))
         if self.scale == "int16":
-            if peak > 1.0:
-                warnings.warn(
-                    f"{what} reaches {peak:g} in absolute value, but scale='int16' expects samples in [-1, 1) (as "
-                    "load_audio returns). Divide raw int16 samples by 32768, or pass scale=1.0 to use the numbers "
-                    "as they are.", UserWarning, stacklevel=3,
-                )  # fmt: skip
+            if warn and peak > 1.0:
+                warnings.warn(f"{what} reaches {peak:g} in absolute value, but scale='int16' expects samples in [-1, "
+                              "1) (as load_audio returns). Divide raw int16 samples by 32768, or pass scale=1.0 to use "
+                              "the numbers as they are.", UserWarning, stacklevel=3)
             return INT16_FULL_SCALE
         if peak == 0:
             raise ValueError(f"{what} is silent (all zeros): it cannot be normalised to its peak; drop it or use "
@@ -339,16 +326,12 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             `window_` and `noise_floor_` set.
         """
         stft = self._check_settings()
-        waveforms = self._waveforms(X)
+        # The quantisation noise's power in a bin times the scale squared, to the power p / 2, times a complex
+        # Gaussian's moment; transform warns of samples beyond full scale, not fit.
+        powers = [(self._scale_factor(x, name, warn=False) * quantization_step(x)) ** 2 / 12.0
+                  * float(np.sum(stft.win**2)) for name, x in self._waveforms(X)]
         self.window_ = stft.win.copy()
-        # The quantisation noise's power in a bin, times the scale, to the power p (a complex Gaussian's
-        # moment); transform warns of samples beyond full scale, not fit.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            floors = [self._scale_factor(x, name) ** self.power * math.gamma(1.0 + self.power / 2.0)
-                      * (quantization_step(x) ** 2 / 12.0 * float(np.sum(self.window_**2))) ** (self.power / 2.0)
-                      for name, x in waveforms]
-        self.noise_floor_ = float(max(floors))
+        self.noise_floor_ = math.gamma(1.0 + self.power / 2.0) * float(max(powers)) ** (self.power / 2.0)
         self.hop_length_ = stft.hop
         self.frequencies_ = np.fft.rfftfreq(self.n_fft, d=1.0 / stft.fs)
         self.n_freq_ = self.frequencies_.size
@@ -376,12 +359,8 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             file through this check.
         """
         stft = self._check_settings()
-        blocks = []
-        for name, x in self._waveforms(X):
-            magnitude = np.abs(stft.stft(x)).T
-            magnitude *= self._scale_factor(x, name)
-            blocks.append(magnitude if self.power == 1 else magnitude**self.power)
-        S = np.ascontiguousarray(np.vstack(blocks))
+        S = np.ascontiguousarray(np.vstack([(self._scale_factor(x, name) * np.abs(stft.stft(x)).T) ** self.power
+                                            for name, x in self._waveforms(X)]))
         if not np.any(S):
             raise ValueError("the spectrogram is all zeros (silent recording): nothing to factorise.")
         return S
@@ -431,9 +410,8 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         waveform : ndarray of shape (n_samples,)
         """
         stft = self._check_settings()
-        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, Integral):
+        if isinstance(n_samples, bool) or not isinstance(n_samples, Integral):
             raise TypeError(f"n_samples must be an int, got {n_samples!r}.")
-        n_samples = int(n_samples)
         if n_samples < 1:
             raise ValueError(f"n_samples must be at least 1, got {n_samples}.")
         Z = np.asarray(Z)
@@ -471,12 +449,11 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             the centre frequencies such as ``"31.25Hz"``.
         """
         self._validate_params()
-        n_freq = self.n_fft // 2 + 1
         if self.sample_rate is None:
-            return np.array([f"freq{k}" for k in range(n_freq)], dtype=object)
+            return np.array([f"freq{k}" for k in range(self.n_fft // 2 + 1)], dtype=object)
         freqs = np.fft.rfftfreq(self.n_fft, d=1.0 / float(self.sample_rate))
         for digits in range(6, 18):  # as few digits as keep the names distinct
             names = [f"{f:.{digits}g}Hz" for f in freqs]
-            if len(set(names)) == n_freq:
+            if len(set(names)) == freqs.size:
                 break
         return np.array(names, dtype=object)

@@ -12,13 +12,5 @@ from ._base import EXAMPLE_AUDIO, example_audio_credit, example_audio_path, load
 from ._events import TIME_BINS, event_count_tensor, load_event_tensor
 from ._melody import make_harmonic_melody
 
-__all__ = [
-    "EXAMPLE_AUDIO",
-    "TIME_BINS",
-    "event_count_tensor",
-    "example_audio_credit",
-    "example_audio_path",
-    "load_event_tensor",
-    "load_example_audio",
-    "make_harmonic_melody",
-]
+__all__ = ["EXAMPLE_AUDIO", "TIME_BINS", "event_count_tensor", "example_audio_credit", "example_audio_path",
+           "load_event_tensor", "load_example_audio", "make_harmonic_melody"]

@@ -67,13 +67,9 @@ def event_count_tensor(senders, receivers, times, *, bin="week"):
     time_bin = np.floor((times - start) / width).astype(np.int64)
     n_bins = int(time_bin.max()) + 1
     n = senders.size
-    tensor = sparse.coo_array(
-        (np.ones(n), (index[:n], index[n:], time_bin)), shape=(nodes.size, nodes.size, n_bins)
-    )
+    tensor = sparse.coo_array((np.ones(n), (index[:n], index[n:], time_bin)), shape=(nodes.size, nodes.size, n_bins))
     tensor.sum_duplicates()
-    return Bunch(
-        tensor=tensor, nodes=nodes, bin_edges=start + width * np.arange(n_bins + 1), n_events=n
-    )
+    return Bunch(tensor=tensor, nodes=nodes, bin_edges=start + width * np.arange(n_bins + 1), n_events=n)
 
 
 def load_event_tensor(path, *, bin="week"):
@@ -105,8 +101,6 @@ def load_event_tensor(path, *, bin="week"):
             table = np.loadtxt(handle, comments=("%", "#"), usecols=(0, 1, 2), ndmin=2, dtype=np.float64)
     except (OSError, ValueError) as exc:
         raise ValueError(f"Could not read {path} as an event log of 'sender receiver time' lines: {exc}") from exc
-    if table.shape[0] == 0:
-        raise ValueError(f"{path} holds no events.")
     senders, receivers = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
     data = event_count_tensor(senders, receivers, table[:, 2], bin=bin)
     data.path = path

@@ -8,7 +8,6 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._plotting import _validate_style_kwargs
 from sklearn.utils.validation import check_is_fitted
 
-from .._docstrings import fill_doc
 from .._init_params import store_init_params
 from ..estimators.search import EvidenceGridSearch
 from ..evidence._result import ERROR_PIECES
@@ -36,22 +35,20 @@ def _axes(ax):
 
 
 def _format_value(value):
-    """``8`` rather than ``8.0`` for whole numbers; ``%g`` otherwise."""
+    """``1000000`` rather than ``1e+06`` for whole numbers; ``%g`` otherwise."""
     value = float(value)
-    if value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:g}"
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
 
 
 def _numbers(values, what, shape=None, one=None):
     """``values`` as float64 (a TypeError unless they are numbers); with ``shape``, one ``one`` per rank."""
     try:
         array = np.asarray(values)
-        array = array.astype(np.float64) if array.dtype.kind in "iufO" else None
+        if array.dtype.kind not in "iufO":
+            raise TypeError
+        array = array.astype(np.float64)
     except (TypeError, ValueError):
-        array = None
-    if array is None:
-        raise TypeError(f"{what} must be numbers, got {values!r:.200}.")
+        raise TypeError(f"{what} must be numbers, got {values!r:.200}.") from None
     if shape is not None and array.shape != shape:
         raise ValueError(f"{what} has shape {array.shape} but ranks has shape {shape}: give one {one} per rank.")
     return array
@@ -81,9 +78,8 @@ def _search_slice(search, param_name):
         varying = [n for n in names if any(not _same(v, values[n][0]) for v in values[n])]
         chosen = names if len(names) == 1 else varying
         if len(chosen) != 1:
-            raise ValueError(f"the EvidenceGridSearch searched {len(names)} parameters "
-                             f"({', '.join(map(repr, names))}): pass param_name=<one of them> to choose the x axis; "
-                             "the others are then held at their values in best_params_.")
+            raise ValueError(f"the EvidenceGridSearch searched {len(names)} parameters {tuple(names)}: "
+                             "pass param_name=<one of them> to choose the x axis; the others are held at best_params_.")
         param_name = chosen[0]
     elif param_name not in names:
         raise ValueError(f"param_name={param_name!r} is not a searched parameter; choose one of {names}.")
@@ -94,7 +90,6 @@ def _search_slice(search, param_name):
     return param_name, keep
 
 
-@fill_doc
 class EvidenceCurveDisplay:
     """Log-evidence against rank: the curve a rank selection is read from.
 
@@ -194,17 +189,8 @@ class EvidenceCurveDisplay:
     'log'
     """
 
-    def __init__(
-        self,
-        ranks,
-        log_evidence,
-        log_evidence_std=None,
-        *,
-        best_rank=None,
-        param_name="rank",
-        estimator_name=None,
-        error_pieces=None,
-    ):
+    def __init__(self, ranks, log_evidence, log_evidence_std=None, *, best_rank=None, param_name="rank",
+                 estimator_name=None, error_pieces=None):
         store_init_params(self, locals())
 
     def _curve(self):
@@ -212,12 +198,9 @@ class EvidenceCurveDisplay:
         if not isinstance(self.param_name, str):
             raise TypeError(f"param_name must be a str (the x-axis label), got {self.param_name!r}.")
         x = _numbers(self.ranks, "ranks")
-        if x.ndim != 1 or x.size == 0:
-            raise ValueError(f"ranks must be a non-empty 1-D sequence, got shape {x.shape}.")
-        if not np.all(np.isfinite(x)):
-            raise ValueError(f"ranks must be finite, got {x.tolist()}: remove NaN and inf.")
-        if np.unique(x).size != x.size:
-            raise ValueError(f"ranks must not repeat, got {x.tolist()}: give one log-evidence per {self.param_name}.")
+        if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)) or np.unique(x).size != x.size:
+            raise ValueError(f"ranks must be a non-empty 1-D sequence of finite numbers and must not repeat (one "
+                             f"log-evidence per {self.param_name}), got {x.tolist()}.")
         y = _numbers(self.log_evidence, "log_evidence", x.shape, "log-evidence")
         failed = ~np.isfinite(y)
         if failed.all():
@@ -229,6 +212,8 @@ class EvidenceCurveDisplay:
             if np.any(se < 0) or np.any(np.isinf(se)):
                 raise ValueError(f"log_evidence_std must be non-negative and finite (NaN where unknown), got "
                                  f"{se.tolist()}.")
+        order = np.argsort(x, kind="stable")
+        x, y, failed = x[order], y[order], failed[order]
         best_rank = self.best_rank
         if best_rank is None:
             best = int(np.argmax(np.where(failed, -np.inf, y)))
@@ -239,13 +224,9 @@ class EvidenceCurveDisplay:
         else:
             best = int(np.flatnonzero(x == best_rank)[0])
             if failed[best]:
-                raise ValueError(f"best_rank={best_rank!r} has no finite log-evidence (its fit failed), so it cannot "
-                                 f"be the chosen {self.param_name}: pass the rank actually chosen, or None for the "
-                                 "largest evidence.")
-        order = np.argsort(x, kind="stable")
-        se = None if se is None else se[order]
-        best = int(np.flatnonzero(order == best)[0])
-        return _Curve(x=x[order], y=y[order], se=se, failed=failed[order], best=best, order=order)
+                raise ValueError(f"best_rank={best_rank!r} has no finite log-evidence (its fit failed): pass the "
+                                 f"{self.param_name} actually chosen, or None for the largest evidence.")
+        return _Curve(x, y, None if se is None else se[order], failed, best, order)
 
     def plot_error_pieces(self, ax=None, *, bar_kw=None):
         """Draw what every rank's error bar is made of: one bar per piece, and the whole.
@@ -279,16 +260,13 @@ class EvidenceCurveDisplay:
         """
         curve = self._curve()
         if not self.error_pieces:
-            raise ValueError("this display has no error_pieces: the estimates' method reports no pieces of its error "
-                             "bar (referenced TI, reference='vb', does); pass error_pieces={'mc_error': ..., ...} to "
-                             "draw them.")
+            raise ValueError("this display has no error_pieces: the estimates' method reports none (referenced TI "
+                             "does); pass error_pieces={'mc_error': ..., ...} to draw them.")
         unknown = set(self.error_pieces) - set(ERROR_PIECES)
         if unknown:
             raise ValueError(f"unknown error pieces {sorted(unknown)}; use keys of {list(ERROR_PIECES)}.")
-        groups = {
-            ERROR_PIECES[key]: _numbers(values, f"error_pieces[{key!r}]", curve.x.shape, "value")[curve.order]
-            for key, values in self.error_pieces.items()
-        }
+        groups = {ERROR_PIECES[key]: _numbers(values, f"error_pieces[{key!r}]", curve.x.shape, "value")[curve.order]
+                  for key, values in self.error_pieces.items()}
         if curve.se is not None:
             groups["error bar"] = curve.se
         ax = _axes(ax)
@@ -347,10 +325,8 @@ class EvidenceCurveDisplay:
         positive = bool(np.all(curve.x > 0))
         if xscale == "log2" and not positive:
             raise ValueError(f"xscale='log2' needs positive ranks, got {curve.x.tolist()}: use xscale='linear'.")
-        if xscale is None:
-            # log2 for three or more ranks, all powers of two.
-            powers_of_two = positive and curve.x.size >= 3 and np.all(np.log2(curve.x) % 1 == 0)
-            xscale = "log2" if powers_of_two else "linear"
+        if xscale is None:  # log2 for three or more ranks, all powers of two
+            xscale = "log2" if positive and curve.x.size >= 3 and np.all(np.log2(curve.x) % 1 == 0) else "linear"
         ax = _axes(ax)
         param = self.param_name
 
@@ -379,11 +355,10 @@ class EvidenceCurveDisplay:
             failed_x = curve.x[curve.failed]
             listed = ", ".join(_format_value(v) for v in failed_x)
             # x in data, y in axes coordinates (0 is the x axis): the crosses sit on the x axis whatever the y limits.
-            (self.failed_marker_,) = ax.plot(
-                failed_x, np.zeros(failed_x.size), transform=ax.get_xaxis_transform(), marker="x", markersize=9,
-                markeredgewidth=2, linestyle="none", color="0.35", clip_on=False, zorder=4,
-                label=f"failed (no estimate): {param} {listed}",
-            )  # fmt: skip
+            (self.failed_marker_,) = ax.plot(failed_x, np.zeros(failed_x.size), transform=ax.get_xaxis_transform(),
+                                             marker="x", markersize=9, markeredgewidth=2, linestyle="none",
+                                             color="0.35", clip_on=False, zorder=4,
+                                             label=f"failed (no estimate): {param} {listed}")
 
         ax.set(xlabel=param, ylabel="log-evidence (nats)")
         if xscale == "log2":
@@ -406,10 +381,8 @@ class EvidenceCurveDisplay:
         return self
 
     @classmethod
-    def from_estimator(
-        cls, estimator, *, param_name=None, name=None, ax=None, n_std=2, xscale=None, errorbar_kw=None,
-        best_marker_kw=None,
-    ):  # fmt: skip
+    def from_estimator(cls, estimator, *, param_name=None, name=None, ax=None, n_std=2, xscale=None, errorbar_kw=None,
+                       best_marker_kw=None):
         """Draw the curve of a fitted rank selector or evidence search.
 
         Parameters
@@ -435,7 +408,15 @@ class EvidenceCurveDisplay:
         name : str, default=None
             Legend title; ``None`` uses the estimator's class name (for a
             search, that of the searched estimator).
-        %(display_drawn)s
+        ax : matplotlib Axes, default=None
+            Axes to draw on; ``None`` creates a figure and axes.
+        n_std, xscale, errorbar_kw, best_marker_kw
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        display : EvidenceCurveDisplay
+            The drawn display.
 
         Raises
         ------
@@ -467,12 +448,11 @@ class EvidenceCurveDisplay:
             if not all(hasattr(estimator, a) for a in _SELECTOR_ATTRIBUTES):
                 hint = (" It has a single log_evidence_; search over one of its parameters with EvidenceGridSearch to "
                         "get a curve.") if hasattr(estimator, "log_evidence_") else ""
-                raise TypeError("EvidenceCurveDisplay.from_estimator expects a fitted rank selector (ranks_, "
-                                "log_evidence_, best_rank_; e.g. BayesianNMFRankSelector) or a fitted "
+                raise TypeError("from_estimator expects a fitted rank selector (ranks_, log_evidence_, best_rank_) or "
                                 f"EvidenceGridSearch, got {type(estimator).__name__}.{hint} For plain arrays use "
                                 "EvidenceCurveDisplay.from_results.")
             keep = slice(None)
-            results = getattr(estimator, "cv_results_", None)
+            results = getattr(estimator, "cv_results_", {})
             ranks = np.asarray(estimator.ranks_)
             log_evidence = estimator.log_evidence_
             std = getattr(estimator, "log_evidence_std_", None)
@@ -485,21 +465,15 @@ class EvidenceCurveDisplay:
             # A failed fit is recorded as error_score, which may be a finite number.
             log_evidence[failed] = np.nan
         # The error bars' pieces recorded in cv_results_, unless no method reported any.
-        recorded = [key for key in ERROR_PIECES if key in (results or {})]
-        pieces = {key: np.asarray(results[key], dtype=np.float64)[keep] for key in recorded}
-        if all(np.all(np.isnan(v)) for v in pieces.values()):
-            pieces = None
-        display = cls(
-            ranks, log_evidence, std, best_rank=best_rank, param_name=param_name,
-            estimator_name=default_name if name is None else name, error_pieces=pieces,
-        )  # fmt: skip
+        pieces = {key: np.asarray(results[key], dtype=np.float64)[keep] for key in ERROR_PIECES if key in results}
+        display = cls(ranks, log_evidence, std, best_rank=best_rank, param_name=param_name,
+                      estimator_name=default_name if name is None else name,
+                      error_pieces=None if all(np.all(np.isnan(v)) for v in pieces.values()) else pieces)
         return display.plot(ax=ax, n_std=n_std, xscale=xscale, errorbar_kw=errorbar_kw, best_marker_kw=best_marker_kw)
 
     @classmethod
-    def from_results(
-        cls, ranks, log_evidence, log_evidence_std=None, *, best_rank=None, param_name="rank", name=None, ax=None,
-        n_std=2, xscale=None, errorbar_kw=None, best_marker_kw=None,
-    ):  # fmt: skip
+    def from_results(cls, ranks, log_evidence, log_evidence_std=None, *, best_rank=None, param_name="rank", name=None,
+                     ax=None, n_std=2, xscale=None, errorbar_kw=None, best_marker_kw=None):
         """Draw the curve from plain arrays (e.g. read back from a JSON file).
 
         Parameters
@@ -508,9 +482,16 @@ class EvidenceCurveDisplay:
             As in the constructor.
         name : str, default=None
             Legend title.
-        %(display_drawn)s
+        ax : matplotlib Axes, default=None
+            Axes to draw on; ``None`` creates a figure and axes.
+        n_std, xscale, errorbar_kw, best_marker_kw
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        display : EvidenceCurveDisplay
+            The drawn display.
         """
-        display = cls(
-            ranks, log_evidence, log_evidence_std, best_rank=best_rank, param_name=param_name, estimator_name=name
-        )
+        display = cls(ranks, log_evidence, log_evidence_std, best_rank=best_rank, param_name=param_name,
+                      estimator_name=name)
         return display.plot(ax=ax, n_std=n_std, xscale=xscale, errorbar_kw=errorbar_kw, best_marker_kw=best_marker_kw)
