@@ -353,11 +353,9 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     """
     np.random.seed(seed)
     D, R = alpha.shape
-    for d in range(D):
-        for r in range(R):
-            # q's Gamma draws would never accept a NaN shape: fail here instead of spinning.
-            if not (0.0 < alpha[d, r] < np.inf and 0.0 < beta[d, r] < np.inf):
-                raise ValueError("the reference's shapes and rates must be finite and positive")
+    # q's Gamma draws would never accept a NaN shape: fail here instead of spinning.
+    if not (np.all(alpha > 0.0) and np.all(alpha < np.inf) and np.all(beta > 0.0) and np.all(beta < np.inf)):
+        raise ValueError("the reference's shapes and rates must be finite and positive")
     N = offsets.shape[0] - 1
     phi = phi_levels[levels[0]].copy()
     step = step_levels[levels[0]]
@@ -406,10 +404,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
             for d in range(D):
                 for r in range(R):
                     p[d, r] = np.random.standard_normal() / sqrt_inv_mass[d, r]
-            kinetic = 0.0
-            for d in range(D):
-                for r in range(R):
-                    kinetic += 0.5 * p[d, r] * p[d, r] * inv_mass[d, r]
+            kinetic = 0.5 * np.sum(p * p * inv_mass)
             phi_new[:, :] = phi
             grad_new[:, :] = grad
             logp_new = -np.inf
@@ -439,11 +434,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                         p[d, r] += 0.5 * eps * grad_new[d, r]
             acc_prob = 0.0
             if ok:
-                kinetic_new = 0.0
-                for d in range(D):
-                    for r in range(R):
-                        kinetic_new += 0.5 * p[d, r] * p[d, r] * inv_mass[d, r]
-                log_ratio = logp_new - kinetic_new - logp + kinetic
+                log_ratio = logp_new - 0.5 * np.sum(p * p * inv_mass) - logp + kinetic
                 if np.isfinite(log_ratio):
                     acc_prob = 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
                 if np.random.random() < acc_prob:
@@ -456,9 +447,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
             if scale_moves:
                 # The likelihood is the same along the ridges: no gradient pass is needed.
                 _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms, lik_grad)
-                for d in range(D):
-                    for r in range(R):
-                        theta[d, r] = math.exp(phi[d, r])
+                theta[:, :] = np.exp(phi)
                 logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, perms,
                                     log_r_fact, C, terms, WITH_VALUE)
             if it < n_burnin:
@@ -474,9 +463,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 n_acc += acc_prob
                 U_out[i, it - n_burnin] = U
                 if t == 1.0:
-                    for d in range(D):
-                        for r in range(R):
-                            theta_sum[d, r] += math.exp(phi[d, r])
+                    theta_sum += np.exp(phi)
         accept_out[i] = n_acc / max(n_keep, 1)
         phi_levels[level] = phi
         step_levels[level] = step
