@@ -23,6 +23,14 @@ _ENTRY = getattr(entry, "py_func", entry)
 _LETTERS = "ijk"
 
 
+def log_density(X, V, kappa):
+    r"""Entry-wise :math:`\log p(x \mid v)` from :func:`~skevidence.cp.likelihood.entry`'s Python function."""
+    X, V = np.broadcast_arrays(np.asarray(X, dtype=np.float64), np.asarray(V, dtype=np.float64))
+    term = np.array([_ENTRY(x, v, kappa, True)[0] for x, v in zip(X.ravel(), V.ravel())]).reshape(X.shape)
+    linear = -V if kappa == 0.0 else 0.0
+    return term + linear - entry_constant(X, kappa)
+
+
 def _rotl(x, k):
     return ((x << k) | (x >> (64 - k))) & _MASK
 

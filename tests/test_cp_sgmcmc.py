@@ -7,12 +7,11 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import special, stats
 
-from naive_cp import PyXoshiro, naive_chain, naive_prior_scores
+from naive_cp import PyXoshiro, log_density, naive_chain, naive_prior_scores
 from skevidence._config import MAX_CAPPED_FRACTION
 from skevidence.cp.data import CPData, block_bounds
 from skevidence.cp.kernels import rng as _rng
 from skevidence.cp.kernels.sgmcmc import run_chain, score_prior
-from skevidence.cp.likelihood import log_density
 from skevidence.exceptions import SamplerDivergenceError
 
 # (shape, R, B): B = 1, even and uneven groups, B = the smallest dimension.

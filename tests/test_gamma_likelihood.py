@@ -12,10 +12,11 @@ from scipy import sparse, stats
 from scipy.special import gammaln, logsumexp
 
 from cp_twins import naive_intensity, numeric_gradient, stacked_factors
+from naive_cp import log_density
 from skevidence import BayesianNMFRankSelector, PoissonNMF
 from skevidence.cp.data import CPData
 from skevidence.cp.kernels.passes import fisher_pass, log_likelihood
-from skevidence.cp.likelihood import dense_entries, entry, log_density
+from skevidence.cp.likelihood import dense_entries, entry
 from skevidence.cp.model import auto_prior_rate
 from skevidence.cp.reference import laplace_reference
 from skevidence.cp.rti import referenced_ti_log_evidence

@@ -31,8 +31,7 @@ from scipy.special import gammaln
 
 from .._config import FASTMATH
 
-__all__ = ["LIKELIHOODS", "WITH_VALUE", "check_entries", "dense_entries", "entry", "entry_constant", "likelihood_kappa",
-           "log_density"]
+__all__ = ["LIKELIHOODS", "WITH_VALUE", "check_entries", "dense_entries", "entry", "entry_constant", "likelihood_kappa"]
 
 #: The likelihoods' names.
 LIKELIHOODS = ("poisson", "exponential", "gamma")
@@ -142,15 +141,6 @@ def entry_constant(x, kappa):
         return gammaln(x + 1.0)
     log_x = (kappa - 1.0) * np.log(x) if kappa != 1.0 else 0.0
     return np.full_like(x, math.lgamma(kappa) - kappa * math.log(kappa)) - log_x
-
-
-def log_density(X, V, kappa):
-    r"""Entry-wise :math:`\log p(x \mid v)` in NumPy, from :func:`entry` itself (slow: for checks and twins)."""
-    scalar = getattr(entry, "py_func", entry)
-    X, V = np.broadcast_arrays(np.asarray(X, dtype=np.float64), np.asarray(V, dtype=np.float64))
-    term = np.array([scalar(x, v, kappa, True)[0] for x, v in zip(X.ravel(), V.ravel())]).reshape(X.shape)
-    linear = -V if kappa == 0.0 else 0.0
-    return term + linear - entry_constant(X, kappa)
 
 
 def check_entries(X, kappa, floor=0.0, *, name="X"):

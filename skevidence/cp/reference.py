@@ -16,7 +16,7 @@ from sklearn.utils import check_random_state
 from .data import CPData
 from .kernels.fit import map_fit
 from .kernels.lbfgs import PHI_BOUND, laplace_mode
-from .kernels.passes import fisher_pass, log_likelihood
+from .kernels.passes import fisher_pass
 from .kernels.vb import vb_sweeps
 from .model import check_prior_rates
 
@@ -44,13 +44,6 @@ _LAPLACE_MAX_ITER = 2000
 def as_data(X, kappa=0.0, floor=0.0):
     """``X`` as :class:`~skevidence.cp.data.CPData` (prepared data pass through)."""
     return X if isinstance(X, CPData) else CPData.from_array(X, kappa, floor=floor)
-
-
-def _log_likelihood(data, F, grad):
-    r""":math:`\log p(X \mid F)` and its gradient in ``grad``."""
-    sums = np.empty((len(data.shape), F.shape[1]))
-    dense2, X, coords, vals, offsets, kappa, floor = data.pass_args()
-    return log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums, True)
 
 
 def _row_rates(prior_rates, shape):

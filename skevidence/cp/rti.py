@@ -75,7 +75,6 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
-from numbers import Real
 
 import numpy as np
 from scipy.special import polygamma
@@ -84,7 +83,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .._config import DECISION_Z, DEFAULT_TOL, RTI_DEFAULTS
-from .._validation import check_int
+from .._validation import check_int, check_positive_real
 from ..evidence._ladder import rti_temperatures, simpson_weights
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
@@ -202,20 +201,10 @@ class _Ladder:
     def refine(self):
         """Halve the ladder's spacing; each new chain starts from its lower neighbour's end state."""
         K = self.temperatures.size - 1
-        n = self.n_kept
-        phi = np.empty((2 * K + 1,) + self.run.alpha.shape)
-        phi[0::2] = self.phi
-        phi[1::2] = self.phi[:-1]
-        steps = np.empty(2 * K + 1)
-        steps[0::2] = self.steps
-        steps[1::2] = self.steps[:-1]
-        samples = [[] for _ in range(2 * K + 1)]
-        samples[0::2] = self.samples
-        accept = np.zeros(2 * K + 1)
-        accept[0::2] = self.accept
-        self.phi, self.steps, self.samples, self.accept = phi, steps, samples, accept
+        self.phi, self.steps, self.accept = (np.repeat(a, 2, axis=0)[:-1] for a in (self.phi, self.steps, self.accept))
+        self.samples = [s for old in self.samples for s in (old, [])][:-1]
         self.temperatures, self.dt = rti_temperatures(2 * K)
-        return self._pieces(np.arange(1, 2 * K, 2), False, self.n_burnin, n)
+        return self._pieces(np.arange(1, 2 * K, 2), False, self.n_burnin, self.n_kept)
 
     @property
     def n_kept(self):
@@ -637,18 +626,15 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
 
 def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,
                     max_time, max_refinements):
-    checks = [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4), ("n_burnin", n_burnin, 0),
-              ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1), ("n_starts", n_starts, 1),
-              ("max_starts", max_starts, 1)]
-    if max_refinements is not None:
-        checks.append(("max_refinements", max_refinements, 0))
-    for name, value, low in checks:
-        check_int(name, value, low)
+    for name, value, low in [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4),
+                             ("n_burnin", n_burnin, 0), ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1),
+                             ("n_starts", n_starts, 1), ("max_starts", max_starts, 1),
+                             ("max_refinements", max_refinements, 0)]:
+        if value is not None or name != "max_refinements":
+            check_int(name, value, low)
     if n_temperatures % 4:
-        raise ValueError(
-            f"n_temperatures must be a multiple of 4 (Simpson's rule on the ladder and on every other point "
-            f"of it), got {n_temperatures}."
-        )
+        raise ValueError(f"n_temperatures must be a multiple of 4 (Simpson's rule on the ladder and on every other "
+                         f"point of it), got {n_temperatures}.")
     for name, value in (("tol", tol), ("max_time", max_time)):
-        if value is not None and (not isinstance(value, Real) or not value > 0):
-            raise ValueError(f"{name} must be a positive number or None, got {value!r}.")
+        if value is not None:
+            check_positive_real(name, value)
