@@ -11,16 +11,6 @@ from .poisson_parafac import PoissonPARAFAC
 from .search import EvidenceGridSearch
 from .semi_supervised_nmf import SemiSupervisedNMF, SeparationResult
 
-__all__ = [
-    "BayesianGMM",
-    "BayesianLinearRegression",
-    "BayesianLogisticRegression",
-    "BayesianNMFRankSelector",
-    "EvidenceGridSearch",
-    "GaussianAdditiveModel",
-    "PARAFACRankSelector",
-    "PoissonNMF",
-    "PoissonPARAFAC",
-    "SemiSupervisedNMF",
-    "SeparationResult",
-]
+__all__ = ["BayesianGMM", "BayesianLinearRegression", "BayesianLogisticRegression", "BayesianNMFRankSelector",
+           "EvidenceGridSearch", "GaussianAdditiveModel", "PARAFACRankSelector", "PoissonNMF", "PoissonPARAFAC",
+           "SemiSupervisedNMF", "SeparationResult"]

@@ -60,13 +60,9 @@ class ContinuousEvidenceMixin:
     _method_defaults = {}
 
     def _validate_fit_data(self, X, y, reset):
-        """Validate data; ``reset=None`` checks it without touching fitted state."""
+        """``validate_data`` of ``(X, y)`` (``y`` None for unsupervised models)."""
         if self._supervised:
-            if reset is None:
-                return check_X_y(X, y, dtype=np.float64, y_numeric=True)
             return validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
-        if reset is None:
-            return check_array(X, dtype=np.float64), None
         return validate_data(self, X, reset=reset, dtype=np.float64), None
 
     def _fit_targets(self, X, y, classes, first):
@@ -291,5 +287,9 @@ class ExactEvidenceMixin:
 
         %(evidence_of_data)s
         """
-        X, y = self._validate_fit_data(X, y, reset=None)
+        # Checked without validate_data: no fitted state is read or set.
+        if self._supervised:
+            X, y = check_X_y(X, y, dtype=np.float64, y_numeric=True)
+        else:
+            X = check_array(X, dtype=np.float64)
         return exact_log_evidence(self._make_model(X), X, y).log_evidence

@@ -9,15 +9,15 @@ from numbers import Real
 
 import joblib
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import DEFAULT_TOL
 from .._docstrings import fill_doc
 from ..cp import chib_log_evidence, referenced_ti_log_evidence, smc_log_evidence, sti_log_evidence
 from ._methods import EVIDENCE_PARAMETER_CONSTRAINTS, method_kwargs
 
-__all__ = ["CP_METHODS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin", "DEFAULT_TOL"]
+__all__ = ["CP_METHODS", "CP_PARAMETER_CONSTRAINTS", "CPEstimatorMixin"]
 
 #: What each ``method`` runs.
 CP_METHODS = {
@@ -47,9 +47,9 @@ class CPEstimatorMixin:
 
     Subclasses implement the static ``_validate_input(estimator, X, reset)``
     (``validate_data`` and the model's own checks; the rank selectors call it
-    too), ``_prior_rates(X)``, ``_n_components`` and ``_set_factors(factors)``
-    (the fitted attributes from the posterior means, one ``(n_m, R)`` array
-    per mode).
+    too), ``_prior_rates(X)`` and ``_set_factors(factors)`` (the fitted
+    attributes from the posterior means, one ``(n_m, R)`` array per mode), and
+    name their rank parameter in ``_rank_param``.
     """
 
     #: The likelihood's name, shape and noise floor (the estimators without the parameters are Poisson).
@@ -77,11 +77,24 @@ class CPEstimatorMixin:
             )
         if self.method == "rti":
             kwargs["tol"] = self.tol
-        return function(X, self._n_components, self._prior_rates(X), **kwargs, random_state=self.random_state,
-                        verbose=self.verbose)
+        return function(X, getattr(self, self._rank_param), self._prior_rates(X), **kwargs,
+                        random_state=self.random_state, verbose=self.verbose)
 
-    def _fit(self, X):
-        """Validate ``X``, estimate its evidence, set the fitted attributes; returns ``self``."""
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Estimate the evidence of ``X`` and the posterior means of the factors.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or of shape (I, J, K) or (I, J)
+            Non-negative data: a matrix for :class:`PoissonNMF` (counts for
+            Poisson; powers for the exponential and Gamma likelihoods), a
+            tensor of counts for :class:`PoissonPARAFAC` (a 2-D input is taken
+            as ``(I, J, 1)``; a sparse tensor is a 3-D
+            :class:`scipy.sparse.coo_array`). Duplicate entries of sparse input
+            are summed.
+        %(y_ignored_fitted)s
+        """
         X = self._validate_input(self, X, reset=True)
         return self._set_fitted(X, self._log_evidence(X))
 

@@ -20,14 +20,13 @@ EVIDENCE_PARAMETER_CONSTRAINTS = {
 }
 
 
-def method_settings(function, reserved=(), extra=()):
+def method_settings(function, reserved=()):
     """The names ``method_params`` may hold for ``function``: its keyword-only arguments but ``reserved``."""
-    names = [name for name, p in inspect.signature(function).parameters.items()
-             if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in reserved]
-    return sorted([*names, *extra])
+    return sorted(name for name, p in inspect.signature(function).parameters.items()
+                  if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in reserved)
 
 
-def method_kwargs(estimator, function, reserved=(), extra=()):
+def method_kwargs(estimator, function, reserved=()):
     """``estimator.method_params`` as keyword arguments of ``function``, or a ``ValueError`` naming a bad key.
 
     Parameters
@@ -38,8 +37,6 @@ def method_kwargs(estimator, function, reserved=(), extra=()):
         The function ``estimator.method`` runs.
     reserved : sequence of str
         Its arguments the estimator passes itself (from its own parameters).
-    extra : sequence of str
-        Settings the estimator takes in ``method_params`` beyond the function's.
 
     Returns
     -------
@@ -47,7 +44,7 @@ def method_kwargs(estimator, function, reserved=(), extra=()):
         A copy of ``method_params`` (empty for None).
     """
     params = dict(estimator.method_params or {})
-    allowed = method_settings(function, reserved, extra)
+    allowed = method_settings(function, reserved)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ValueError(

@@ -1,6 +1,5 @@
 """What the rank selectors share: check the ranks, choose among them, expose the result."""
 
-import inspect
 import os
 from numbers import Integral, Real
 
@@ -10,7 +9,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import SELECTOR_SCREEN
+from .._config import RTI_DEFAULTS, SELECTOR_SCREEN
 from ..cp.likelihood import likelihood_kappa
 from ..cp.reference import as_data
 from ..cp.rti import referenced_ti_log_evidence
@@ -25,14 +24,14 @@ __all__ = ["RankSelectorMixin", "selector_constraints"]
 _OWN = ("likelihood", "likelihood_shape", "noise_floor", "tol", "random_state", "verbose", "n_jobs", "init")
 
 
-def selector_constraints(model_class, own):
-    """A selector's ``_parameter_constraints``: its own and those of the model parameters it passes on."""
+def selector_constraints(model_class):
+    """A selector's ``_parameter_constraints``: its own and those of every model parameter but the rank."""
     return {
         "ranks": ["array-like"],
         "n_jobs": [Integral, None],
         "error_score": [StrOptions({"raise"}), Real],
         "memory": EvidenceGridSearch._parameter_constraints["memory"],
-        **{name: model_class._parameter_constraints[name] for name in own if name != model_class._rank_param},
+        **{name: c for name, c in model_class._parameter_constraints.items() if name != model_class._rank_param},
     }
 
 
@@ -59,38 +58,32 @@ class RankSelectorMixin:
     def _check_ranks(self):
         """The candidate ranks as an int array, or a ``ValueError`` naming what is wrong."""
         ranks = np.asarray(self.ranks)
-        if ranks.ndim != 1 or ranks.size == 0:
+        if ranks.ndim != 1 or ranks.size == 0 or ranks.dtype.kind not in "iuf" or np.any(ranks != np.round(ranks)):
             raise ValueError(f"ranks must be a non-empty 1-D sequence of integers, got {self.ranks!r}.")
-        if not np.issubdtype(ranks.dtype, np.integer):
-            if not (np.issubdtype(ranks.dtype, np.floating) and np.all(ranks == np.round(ranks))):
-                raise ValueError(f"ranks must be integers, got {self.ranks!r}.")
-            ranks = ranks.astype(np.int64)
+        ranks = ranks.astype(np.int64)
         if np.any(ranks < 1):
             raise ValueError(f"every rank must be at least 1, got {ranks.tolist()}.")
         if np.unique(ranks).size != ranks.size:
             raise ValueError(f"ranks must not repeat, got {ranks.tolist()}.")
         return ranks
 
-    def _model(self, rank=None):
-        """The model estimator with the selector's shared parameters (of rank ``rank``)."""
+    def _model(self, rank=1):
+        """The model estimator of rank ``rank`` with the selector's shared parameters."""
         model = self._model_class
-        names = set(model._parameter_constraints) & set(self.get_params(deep=False)) - {"verbose"}
-        params = {name: getattr(self, name) for name in names}
-        if rank is not None:
-            params[model._rank_param] = int(rank)
-        return model(**params, verbose=max(0, self.verbose - 1))
+        params = {name: getattr(self, name) for name in model._parameter_constraints
+                  if name not in (model._rank_param, "verbose")}
+        return model(**params, **{model._rank_param: int(rank)}, verbose=max(0, self.verbose - 1))
 
     def _n_threads(self):
         return os.cpu_count() or 1 if self.n_jobs is None else joblib.effective_n_jobs(self.n_jobs)
 
     def _select_rti(self, X, ranks):
-        """Screen every rank, refine the contenders (:func:`~skevidence.cp.select.select_rank`)."""
+        """Screen every rank, refine the contenders (:func:`~skevidence.cp.select.select_rank`).
+
+        Returns the results and the fitted model of the best rank.
+        """
         base = self._model()
-        settings = {**SELECTOR_SCREEN, **method_kwargs(base, referenced_ti_log_evidence, reserved=_OWN)}
-        defaults = {name: p.default for name, p in inspect.signature(referenced_ti_log_evidence).parameters.items()}
-        settings = {name: settings.get(name, defaults[name]) for name in
-                    ("n_temperatures", "n_burnin", "n_keep", "n_leapfrog", "n_starts", "max_starts",
-                     "max_refinements", "max_time")}
+        settings = {**RTI_DEFAULTS, **SELECTOR_SCREEN, **method_kwargs(base, referenced_ti_log_evidence, reserved=_OWN)}
         data = as_data(X, likelihood_kappa(base.likelihood, base.likelihood_shape), base.noise_floor)
         checkpoint = None
         if self.memory is not None:
@@ -99,42 +92,43 @@ class RankSelectorMixin:
             os.makedirs(location, exist_ok=True)
             checkpoint = os.path.join(location, f"skevidence-rank-selection-{key}.pkl")
         runs, errors = select_rank(
-            data, [int(r) for r in ranks], lambda R: self._model(R)._prior_rates(X), tol=base.tol, settings=settings,
+            data, ranks.tolist(), lambda R: self._model(R)._prior_rates(X), tol=base.tol, settings=settings,
             n_jobs=self._n_threads(), random_state=self.random_state, verbose=self.verbose, checkpoint=checkpoint,
         )
         if errors and self.error_score == "raise":
             raise RuntimeError(f"rank {ranks[min(errors)]} failed: {errors[min(errors)]}")
-        rows, results = [], {}
         values, bars, modes, lowers = standings(runs, errors)
         decided, status, _ = decision(ranks, values, bars, modes, lowers)
+        rows, fitted = [], {}
         for i, run in enumerate(runs):
             failed = np.isnan(values[i])
             if not failed:
                 # Only an open decision was meant to reach tol: no warning for a rank out, or a decided choice.
-                results[i] = run.result(base.tol, base.likelihood, warn=not decided and status[i] != "out")
-            # The tolerance a rank was refined to: inf for a rank screened by one round and left there.
-            reached = base.tol is not None and (len(run.rounds) > 1 or bars[i] <= base.tol)
+                fitted[i] = run.result(base.tol, base.likelihood, warn=not decided and status[i] != "out")
             rows.append(dict(
-                log_evidence=float(self.error_score) if failed else values[i],
-                std=bars[i], fit_time=run.time, score_time=0.0,
-                error=errors.get(i, ""), tol=base.tol if reached else np.inf, n_rounds=len(run.rounds),
-                lower_bound=lowers[i],
-                **{key: np.nan if failed else float(results[i].diagnostics[key]) for key in ERROR_PIECES},
+                log_evidence=float(self.error_score) if failed else values[i], std=bars[i], fit_time=run.time,
+                score_time=0.0, error=errors.get(i, ""),
+                **{key: np.nan if failed else float(fitted[i].diagnostics[key]) for key in ERROR_PIECES},
             ))
-        return rows, results
+        results = EvidenceGridSearch._format_evidence_results(
+            [{self._model_class._rank_param: r} for r in ranks.tolist()], rows)
+        # The tolerance a rank was refined to: inf for a rank screened by one round and left there.
+        results["tol"] = np.array([base.tol if base.tol is not None and (len(run.rounds) > 1 or bar <= base.tol)
+                                   else np.inf for run, bar in zip(runs, bars)], dtype=float)
+        results["n_rounds"] = np.array([len(run.rounds) for run in runs])  # 0 where its bracket alone took it out
+        results["lower_bound"] = lowers
+        best = int(results["rank_test_score"].argmin())
+        model = clone(self._model(ranks[best]))
+        return results, model._set_fitted(model._validate_input(model, X, reset=True), fitted[best])
 
     def _select_grid(self, X, ranks):
-        """Every rank fitted once by the model's method (an :class:`EvidenceGridSearch`)."""
+        """Every rank fitted once by the model's method (an :class:`EvidenceGridSearch`); the results and the
+        best model."""
         search = EvidenceGridSearch(
-            self._model(), {self._model_class._rank_param: [int(r) for r in ranks]}, n_jobs=self.n_jobs,
+            self._model(), {self._model_class._rank_param: ranks.tolist()}, n_jobs=self.n_jobs,
             error_score=self.error_score, verbose=self.verbose, memory=self.memory,
         ).fit(X)
-        res = search.cv_results_
-        rows = [dict(log_evidence=float(res["mean_test_score"][j]), std=float(res["std_log_evidence"][j]),
-                     fit_time=float(res["mean_fit_time"][j]), score_time=float(res["mean_score_time"][j]),
-                     error=res["error"][j], tol=np.nan, **{key: float(res[key][j]) for key in ERROR_PIECES})
-                for j in range(len(ranks))]
-        return rows, {search.best_index_: search.best_estimator_}
+        return {**search.cv_results_, "tol": np.full(len(ranks), np.nan)}, search.best_estimator_
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -154,16 +148,11 @@ class RankSelectorMixin:
         """
         X = self._model_class._validate_input(self, X, reset=True)
         ranks = self._check_ranks()
-        rows, fitted = self._select_rti(X, ranks) if self.method == "rti" else self._select_grid(X, ranks)
-        params = [{self._model_class._rank_param: int(r)} for r in ranks]
-        results = EvidenceGridSearch._format_evidence_results(params, rows)
-        results["tol"] = np.array([np.nan if row["tol"] is None else row["tol"] for row in rows], dtype=float)
-        if self.method == "rti":  # ladder rounds a rank ran: 0 where its bracket alone took it out
-            results["n_rounds"] = np.array([row["n_rounds"] for row in rows])
-            results["lower_bound"] = np.array([row["lower_bound"] for row in rows], dtype=float)
-        self.decided_, status, self.decision_ = decision(ranks, results["mean_test_score"], results["std_log_evidence"],
-                                                         results["mode_error"], results.get("lower_bound"))
-        results["status"] = status
+        select = self._select_rti if self.method == "rti" else self._select_grid
+        results, self.best_estimator_ = select(X, ranks)
+        self.decided_, results["status"], self.decision_ = decision(
+            ranks, results["mean_test_score"], results["std_log_evidence"], results["mode_error"],
+            results.get("lower_bound"))
         if self.tol is not None:
             results["within_tol"] = results["std_log_evidence"] <= self.tol
         self.cv_results_ = results
@@ -172,13 +161,7 @@ class RankSelectorMixin:
         self.log_evidence_std_ = results["std_log_evidence"]
         self.model_probabilities_ = results["model_probability"]
         self.errors_ = {int(r): e for r, e in zip(ranks, results["error"]) if e}
-        best = int(results["rank_test_score"].argmin())
-        self.best_rank_ = int(ranks[best])
-        best_model = fitted[best]
-        if self.method == "rti":
-            model = clone(self._model(self.best_rank_))
-            best_model = model._set_fitted(model._validate_input(model, X, reset=True), best_model)
-        self.best_estimator_ = best_model
+        self.best_rank_ = int(ranks[results["rank_test_score"].argmin()])
         name = self._model_class._fitted_factors
         setattr(self, name, getattr(self.best_estimator_, name))
         return self

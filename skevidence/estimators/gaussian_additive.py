@@ -95,18 +95,8 @@ class GaussianAdditiveModel(ExactEvidenceMixin, ContinuousEvidenceMixin, BaseEst
         **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
-    def __init__(
-        self,
-        n_components=1,
-        prior_mean=0.0,
-        prior_var=1.0,
-        noise_var=1.0,
-        method="rti",
-        *,
-        method_params=None,
-        random_state=None,
-        verbose=0,
-    ):
+    def __init__(self, n_components=1, prior_mean=0.0, prior_var=1.0, noise_var=1.0, method="rti", *,
+                 method_params=None, random_state=None, verbose=0):
         store_init_params(self, locals())
 
     def _make_model(self, X):

@@ -51,19 +51,14 @@ def relabel_particles(model, particles, weights):
     """
     eta, mu, s = model.unpack(particles)
     m, k = eta.shape
-    if k == 1:
-        return particles.copy()
     ref_mu, ref_s = mu[np.argmax(weights)], s[np.argmax(weights)]
     perms = np.tile(np.arange(k), (m, 1))
     for _ in range(_RELABEL_ITER):
-        inv_var = np.exp(-ref_s)
+        # cost[i, a, b]: component a of particle i as reference component b.
+        cost = ((mu[:, :, None] - ref_mu) ** 2 * np.exp(-ref_s) + (s[:, :, None] - ref_s) ** 2).sum(axis=-1)
         new = np.empty_like(perms)
         for i in range(m):
-            # cost[a, b]: particle component a as reference component b.
-            dmu = mu[i][:, None, :] - ref_mu[None, :, :]
-            ds = s[i][:, None, :] - ref_s[None, :, :]
-            cost = (dmu * dmu * inv_var[None] + ds * ds).sum(axis=-1)
-            rows, cols = linear_sum_assignment(cost)
+            rows, cols = linear_sum_assignment(cost[i])
             new[i, cols] = rows
         converged = np.array_equal(new, perms)
         perms = new
@@ -197,19 +192,8 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
 
     _method_defaults = {"sgais": GMM_SGAIS_DEFAULTS}
 
-    def __init__(
-        self,
-        n_components=1,
-        method="sgais",
-        *,
-        weight_concentration=1.0,
-        mean_precision=0.25,
-        var_shape=1.0,
-        var_scale=1.0,
-        method_params=None,
-        random_state=None,
-        verbose=0,
-    ):
+    def __init__(self, n_components=1, method="sgais", *, weight_concentration=1.0, mean_precision=0.25, var_shape=1.0,
+                 var_scale=1.0, method_params=None, random_state=None, verbose=0):
         store_init_params(self, locals())
 
     def _make_model(self, X):

@@ -102,17 +102,8 @@ class BayesianLinearRegression(ExactEvidenceMixin, ContinuousEvidenceMixin, Regr
         **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
-    def __init__(
-        self,
-        noise_var=1.0,
-        fit_intercept=True,
-        method="rti",
-        *,
-        prior_var=1.0,
-        method_params=None,
-        random_state=None,
-        verbose=0,
-    ):
+    def __init__(self, noise_var=1.0, fit_intercept=True, method="rti", *, prior_var=1.0, method_params=None,
+                 random_state=None, verbose=0):
         store_init_params(self, locals())
 
     def __sklearn_tags__(self):

@@ -106,15 +106,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
         **EVIDENCE_PARAMETER_CONSTRAINTS,
     }
 
-    def __init__(
-        self,
-        prior_var=1.0,
-        method="sgais",
-        *,
-        method_params=None,
-        random_state=None,
-        verbose=0,
-    ):
+    def __init__(self, prior_var=1.0, method="sgais", *, method_params=None, random_state=None, verbose=0):
         store_init_params(self, locals())
 
     def _make_model(self, X):
@@ -132,7 +124,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
         return np.searchsorted(self.classes_, y).astype(np.int64)
 
     def _validate_fit_data(self, X, y, reset):
-        X, y = validate_data(self, X, y, reset=bool(reset), dtype=np.float64)
+        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
         check_classification_targets(y)
         return X, y
 

@@ -112,9 +112,7 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
 
     _model_class = PoissonNMF
 
-    _parameter_constraints = selector_constraints(PoissonNMF, ("prior_rate", "prior_rate_h", "likelihood",
-                                                               "likelihood_shape", "noise_floor", "method",
-                                                               "method_params", "tol", "random_state", "verbose"))
+    _parameter_constraints = selector_constraints(PoissonNMF)
 
     def __init__(self, ranks=(1, 2, 4, 8, 16), prior_rate=1.0, *, prior_rate_h=None, likelihood="poisson",
                  likelihood_shape=1.0, noise_floor=0.0, method="rti", method_params=None, tol=DEFAULT_TOL,

@@ -74,8 +74,7 @@ class PARAFACRankSelector(RankSelectorMixin, BaseEstimator):
 
     _model_class = PoissonPARAFAC
 
-    _parameter_constraints = selector_constraints(PoissonPARAFAC, ("prior_rate", "method", "method_params", "tol",
-                                                                   "random_state", "verbose"))
+    _parameter_constraints = selector_constraints(PoissonPARAFAC)
 
     def __init__(self, ranks=tuple(range(1, 12)), prior_rate=1.0, *, method="rti", method_params=None,
                  tol=DEFAULT_TOL, n_jobs=None, random_state=None, verbose=0, error_score=np.nan, memory=None):

@@ -4,7 +4,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -14,6 +14,7 @@ from .._init_params import store_init_params
 from ..cp.likelihood import LIKELIHOODS, likelihood_kappa
 from ..cp.model import auto_prior_rate
 from ._factorisation import CP_PARAMETER_CONSTRAINTS, CPEstimatorMixin
+from .semi_supervised_nmf import _TINY, _multiplier
 
 __all__ = ["PoissonNMF"]
 
@@ -22,27 +23,20 @@ _TRANSFORM_ITER = 200
 
 
 def _map_activations(X, H, lam_w, kappa):
-    r"""Row-wise MAP ``W`` with ``H`` fixed, by multiplicative updates from a fixed start.
+    r"""Row-wise MAP ``W`` with ``H`` fixed, by multiplicative updates from a start of each row's own.
 
     Poisson: the penalised KL updates; Gamma of shape :math:`\kappa`: the
-    Itakura–Saito ones, the objective :math:`\kappa\sum(\log V + X/V) +
-    \lambda_w\sum W` split into the positive and negative parts of its
-    gradient, with the exponent 1/2 that makes them descend (Févotte and
-    Idier 2011).
+    Itakura–Saito ones of rate :math:`\lambda_w / \kappa`, the objective
+    :math:`\kappa\sum(\log V + X/V) + \lambda_w\sum W` divided by :math:`\kappa`
+    (Févotte and Idier 2011); either is the ``W`` step of
+    :class:`SemiSupervisedNMF`'s updates.
     """
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    tiny = np.finfo(np.float64).tiny
-    if kappa == 0.0:
-        W = np.ones((X.shape[0], H.shape[0]))
-        denom = H.sum(axis=1) + lam_w
-        for _ in range(_TRANSFORM_ITER):
-            W *= ((X / np.maximum(W @ H, tiny)) @ H.T) / denom
-        return W
-    # A start whose WH has the data's mean.
-    W = np.full((X.shape[0], H.shape[0]), max(float(X.mean()), tiny) / max(H.shape[0] * float(H.mean()), tiny))
+    likelihood, rate = ("poisson", lam_w) if kappa == 0.0 else ("exponential", lam_w / kappa)
+    # A start whose WH has the row's mean.
+    W = np.maximum(X.mean(axis=1, keepdims=True), _TINY) / max(float(H.sum(axis=0).mean()), _TINY) * np.ones(len(H))
     for _ in range(_TRANSFORM_ITER):
-        V = np.maximum(W @ H, tiny)
-        W *= np.sqrt((kappa * (X / V**2) @ H.T) / (kappa * (1.0 / V) @ H.T + lam_w))
+        W *= _multiplier(X, np.maximum(W @ H, _TINY), H, rate, likelihood)
     return W
 
 
@@ -186,10 +180,6 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     def _n_features_out(self):
         return self.components_.shape[0]
 
-    @property
-    def _n_components(self):
-        return self.n_components
-
     def _prior_rates(self, X):
         """``(lambda_w, lambda_h)``; ``prior_rate="auto"`` is :func:`auto_prior_rate` of ``X``."""
         if self.prior_rate != "auto":
@@ -212,19 +202,6 @@ class PoissonNMF(CPEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
 
     def _set_factors(self, factors):
         self.components_ = np.ascontiguousarray(factors[1].T)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Estimate the evidence of ``X`` and the posterior mean of ``H``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Non-negative data (counts for Poisson; powers for the exponential
-            and Gamma likelihoods). Duplicate entries of a sparse matrix are summed.
-        %(y_ignored_fitted)s
-        """
-        return self._fit(X)
 
     def transform(self, X):
         """Row-wise MAP activations ``W`` with ``H = components_`` fixed.

@@ -4,7 +4,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
@@ -111,17 +111,13 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
         tags.input_tags.three_d_array = True
         return tags
 
-    @property
-    def _n_components(self):
-        return self.rank
-
     def _prior_rates(self, X):
         return check_prior_rates(self.prior_rate, 3)
 
     @staticmethod
     def _validate_input(estimator, X, reset):
         """``validate_data`` for a non-negative 3-D tensor, dense or a 3-D ``coo_array``; 2-D taken as (I, J, 1)."""
-        shape = X.shape if hasattr(X, "shape") else np.shape(X)
+        shape = np.shape(X)
         if len(shape) >= 3 and 0 in shape:
             # Before validate_data, whose non-negativity test fails obscurely on empty 3-D input.
             raise ValueError(f"X is empty (shape {tuple(shape)}); the evidence needs at least one entry.")
@@ -137,16 +133,3 @@ class PoissonPARAFAC(CPEstimatorMixin, BaseEstimator):
 
     def _set_factors(self, factors):
         self.factors_ = tuple(factors)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Estimate the evidence of ``X`` and the posterior means of the factors.
-
-        Parameters
-        ----------
-        X : {array-like, scipy.sparse.coo_array} of shape (I, J, K) or (I, J)
-            Non-negative counts. A 2-D input is taken as ``(I, J, 1)``;
-            duplicate coordinates of a sparse tensor are summed.
-        %(y_ignored_fitted)s
-        """
-        return self._fit(X)

@@ -8,7 +8,6 @@ import time
 import warnings
 
 import numpy as np
-from scipy import sparse
 from scipy.special import softmax
 from scipy.stats import rankdata
 from sklearn.base import clone
@@ -17,7 +16,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_memory, indexable
+from sklearn.utils.validation import check_memory
 
 from .._init_params import store_init_params
 from .._progress import progress
@@ -278,11 +277,8 @@ class EvidenceGridSearch(BaseSearchCV):
         self : object
             Fitted search.
         """
+        # X and y go to every candidate as they are: its fit validates them.
         self._validate_params()
-        if not (sparse.issparse(X) and X.ndim > 2):
-            # indexable turns sparse input into CSR, which cannot hold a 3-D
-            # tensor; the search never indexes X, so such tensors pass as they are.
-            X, y = indexable(X, y)
         base = clone(self.estimator)
         # One int seed for every candidate (see Notes).
         seed = self.estimator.get_params().get("random_state")
@@ -307,13 +303,9 @@ class EvidenceGridSearch(BaseSearchCV):
                 order = range(len(candidate_params))
                 if self.n_jobs not in (None, 1):
                     order = _dispatch_order(base, candidate_params)
-                tasks = (
-                    delayed(_fit_and_evaluate)(
-                        i, fit, _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
-                        X, y, fit_params, self.error_score, n_threads, per_worker,
-                    )
-                    for i in order
-                )  # fmt: skip
+                tasks = (delayed(_fit_and_evaluate)(
+                    i, fit, _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
+                    X, y, fit_params, self.error_score, n_threads, per_worker) for i in order)
                 batch = [None] * len(candidate_params)
                 report = progress(len(candidate_params), "EvidenceGridSearch", self.verbose, stream=sys.stdout)
                 # Each candidate is reported as soon as it finished: in the order they
@@ -322,10 +314,8 @@ class EvidenceGridSearch(BaseSearchCV):
                 try:
                     for i, res in parallel(tasks):
                         batch[i] = res
-                        if res["error"]:
-                            text = f"failed ({res['error']})"
-                        else:
-                            text = f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}"
+                        text = (f"failed ({res['error']})" if res["error"]
+                                else f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}")
                         number = len(all_params) + i + 1
                         report.update(1, f"candidate {number} {candidate_params[i]}: {text} ({res['fit_time']:.2f} s)")
                 finally:

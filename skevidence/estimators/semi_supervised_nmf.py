@@ -7,12 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import xlogy
-from sklearn.base import (
-    BaseEstimator,
-    ClassNamePrefixFeaturesOutMixin,
-    TransformerMixin,
-    _fit_context,
-)
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -397,11 +392,10 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     def _validate_input(self, X, reset):
         return validate_data(self, X, reset=reset, dtype=np.float64, ensure_non_negative=True, ensure_min_samples=1)
 
-    def _run_em(self, X, W, H, where, stacklevel, first_learned=0, activation_rates=None):
+    def _run_em(self, X, W, H, where, stacklevel, **kwargs):
         """:func:`_em` with this estimator's settings; a ConvergenceWarning naming ``where`` if it stops at max_iter."""
         W, H, path, n_iter, converged = _em(X, W, H, prior_rate=self.prior_rate_, max_iter=self.max_iter, tol=self.tol,
-                                            first_learned=first_learned, likelihood=self.likelihood,
-                                            activation_rates=activation_rates)
+                                            likelihood=self.likelihood, **kwargs)
         if self.tol > 0 and not converged:
             warnings.warn(f"{where}: EM did not reach tol={self.tol} in max_iter={self.max_iter} iterations; increase "
                           "max_iter (or tol).", ConvergenceWarning, stacklevel=stacklevel)
@@ -450,9 +444,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self.components_ = H
         self.n_iter_ = n_iter
         self.objective_path_ = path
-        floor = _floor_of(X)
-        self.reconstruction_err_ = _divergence(X, np.maximum(W @ H, floor), _data_constant(X, floor, self.likelihood),
-                                               self.likelihood)
+        # The objective at the end less the prior's term.
+        self.reconstruction_err_ = float(path[-1] - self.prior_rate_ * (W.sum() + H.sum()))
         return self
 
     def decompose(self, X):
@@ -479,7 +472,6 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
                              f"{n_frames}); pass a longer mixture or a smaller n_noise_components.")
         H_sp = self.components_
         r_sp = H_sp.shape[0]
-        rng = check_random_state(self.random_state)
         # The speech atoms at unit sum, where the sparsity's rate is free of the spectrogram's scale: a unit of
         # activation costs as much as it can explain (Poisson), or that relative to its frame's mean (exponential).
         atom_sums = np.maximum(H_sp.sum(axis=1), _TINY)
@@ -494,7 +486,8 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         speech_level = half_mean / max(float(H_unit.sum(axis=0).mean()), _TINY)
         noise_scale = np.sqrt(half_mean / r_no)
         W = np.hstack([np.full((n_frames, r_sp), speech_level), np.full((n_frames, r_no), noise_scale)])
-        H = np.vstack([H_unit, noise_scale * rng.uniform(0.5, 1.5, size=(r_no, X.shape[1]))])
+        noise_atoms = check_random_state(self.random_state).uniform(0.5, 1.5, size=(r_no, X.shape[1]))
+        H = np.vstack([H_unit, noise_scale * noise_atoms])
         W, H, path, n_iter = self._run_em(X, W, H, "separation", stacklevel=3, first_learned=r_sp,
                                           activation_rates=rates)
         return SeparationResult(
@@ -551,7 +544,6 @@ class SemiSupervisedNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             ``speech_mask(X) * X`` (Poisson) or ``speech_mask(X) ** 2 * X``
             (exponential).
         """
-        check_is_fitted(self)
         X = self._validate_input(X, reset=False)
         mask = self.decompose(X).mask
         return (mask if self.likelihood == "poisson" else mask**2) * X
