@@ -59,7 +59,7 @@ def _divergence(X, V, constant, likelihood):
 
 
 def _multiplier(X, V, H, rates, likelihood):
-    """The multiplicative update's factor of ``W`` in :math:`V = WH` (``rates``: the prior's, broadcast to ``W``).
+    r"""The multiplicative update's factor of ``W`` in :math:`V = WH` (``rates``: the prior's, broadcast to ``W``).
 
     Poisson: :math:`(X/V) H^\top` over :math:`\mathbf{1} H^\top + \lambda`;
     exponential: the square root of :math:`(X/V^2) H^\top` over
