@@ -23,11 +23,12 @@ from skevidence import PoissonNMF
 from skevidence.cp.chib import _discriminating_order, chib_log_evidence
 from skevidence.cp.kernels.gibbs import (
     CATEGORICAL_MAX_COUNT,
-    _rescale_pair,
+    draw_rows,
     gibbs_sweeps,
+    likelihood_rates,
     relabel_to,
-    sample_mode,
     sample_sources,
+    scale_moves,
 )
 from skevidence.cp.smc import smc_log_evidence
 from skevidence.evidence import EvidenceResult
@@ -231,7 +232,8 @@ def _seeded_factor(seed, stats, other, prior_rate, out, exposure=1.0):
     all_stats = np.zeros(F.shape, dtype=np.int64)
     all_stats[: out.shape[0]] = stats
     offsets = np.array([0, out.shape[0], F.shape[0]])
-    sample_mode(F, offsets, 0, all_stats, prior_rate, exposure)
+    rate = likelihood_rates(F, offsets, 0, exposure)
+    draw_rows(F, 0, out.shape[0], 0, all_stats, np.ones_like(F), np.full_like(F, prior_rate), rate)
     out[:] = F[: out.shape[0]]
     return F[out.shape[0] :]
 
@@ -258,9 +260,10 @@ def _scale_chain(seed, W, HT, lam_w, lam_h, n):
     w0 = W[0, 0]
     F = np.vstack((W, HT))
     offsets = np.array([0, W.shape[0], F.shape[0]])
+    rates = np.repeat([lam_w, lam_h], np.diff(offsets))[:, None] * np.ones_like(F)
     out = np.empty(n)
     for k in range(n):
-        _rescale_pair(F, offsets, 0, 1, lam_w, lam_h)
+        scale_moves(F, offsets, 0, np.ones_like(F), rates, 1)
         out[k] = math.log(F[0, 0] / w0)
     W[:] = F[: W.shape[0]]
     HT[:] = F[W.shape[0] :]

@@ -24,12 +24,11 @@ from skevidence import PoissonPARAFAC
 from skevidence.cp.chib import chib_log_evidence
 from skevidence.cp.kernels.gibbs import (
     CATEGORICAL_MAX_COUNT,
-    _rescale_pair,
-    _rescale_three,
     gibbs_sweeps,
     modal_scales,
     relabel_to,
     sample_sources,
+    scale_moves,
 )
 from skevidence.cp.smc import smc_log_evidence
 from skevidence.evidence import EvidenceResult
@@ -231,9 +230,10 @@ def _scale_chain(seed, A, B, C, lams, n):
     F = np.vstack((A, B, C))
     I, J = A.shape[0], B.shape[0]
     offsets = np.array([0, I, I + J, F.shape[0]])
+    rates = np.repeat(lams, np.diff(offsets))[:, None] * np.ones_like(F)
     out = np.empty((n, 2))
     for m in range(n):
-        _rescale_three(F, offsets, lams)
+        scale_moves(F, offsets, 0, np.ones_like(F), rates, 1)
         out[m, 0] = math.log(F[0, 0] / a0)
         out[m, 1] = math.log(F[I, 0] / b0)
     A[:] = F[:I]
@@ -243,7 +243,7 @@ def _scale_chain(seed, A, B, C, lams, n):
 
 
 def test_scale_move_targets_the_scale_conditional():
-    """Iterated alone, the move samples its target.
+    """Iterated alone, the moves of (A, B) then (B, C) sample the target of the three-way scale ridge.
 
     (u1, u2) ~ exp((I-K) u1 + (J-K) u2 - a e^u1 - b e^u2 - c e^(-u1-u2)).
     """
@@ -267,10 +267,19 @@ def test_scale_move_targets_the_scale_conditional():
                                np.einsum("ir,jr,kr->ijk", A, B, C), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dims", [(7, 3), (3, 8)])
+def test_modal_scales_solve_the_two_mode_equation(dims):
+    a, b = 2.0, 0.3
+    c1, c2 = modal_scales(np.array(dims), np.array([a, b]))
+    assert c1 * c2 == pytest.approx(1.0, rel=1e-12)
+    # The derivative of (I - J) u - a e^u - b e^-u vanishes at u = log c1.
+    assert dims[0] - dims[1] - a * c1 + b / c1 == pytest.approx(0.0, abs=1e-10)
+
+
 @pytest.mark.parametrize("dims", [(7, 3, 4), (3, 3, 3), (2, 9, 5)])
 def test_modal_scales_solve_the_mode_equations(dims):
     a, b, c = 2.0, 0.3, 5.0
-    c1, c2, c3 = modal_scales(np.array(dims), a, b, c)
+    c1, c2, c3 = modal_scales(np.array(dims), np.array([a, b, c]))
     assert c1 * c2 * c3 == pytest.approx(1.0, rel=1e-12)
     u1, u2 = math.log(c1), math.log(c2)
     # The gradient of (I-K)u1 + (J-K)u2 - a e^u1 - b e^u2 - c e^(-u1-u2) vanishes.
@@ -303,10 +312,11 @@ def test_pair_scale_move_on_the_last_two_modes():
     b, c = lams[1] * B.sum(), lams[2] * C.sum()
     F = np.vstack((A, B, C))
     offsets = _offsets(A, B, C)
+    rates = np.repeat(lams, np.diff(offsets))[:, None] * np.ones_like(F)
     _seed_numba(4)
     u = np.empty(30000)
     for k in range(u.size):
-        _rescale_pair(F, offsets, 1, 2, lams[1], lams[2])
+        scale_moves(F, offsets, 1, np.ones_like(F), rates, 1)
         u[k] = math.log(F[offsets[1], 0] / B[0, 0])
     grid = np.linspace(-8, 8, 4001)
     log_density = (6 - 4) * grid - b * np.exp(grid) - c * np.exp(-grid)

@@ -12,7 +12,6 @@ from skevidence.cp.kernels.smc import (
     _log_ess,
     log_intensity_block,
     move_particles,
-    move_particles_referenced,
     next_stop,
     reference_weights,
     total_intensity,
@@ -168,7 +167,10 @@ def test_move_matches_numpy_twin_in_distribution(shape):
     n = 3000
     particles = np.repeat(start[None], n, axis=0)
     active = np.flatnonzero(counts)
-    move_particles(particles, offsets, idx[active], counts[active], rates, 0.6, 6,
+    # The path from the prior: the prior as the reference (shape 1, rate lambda), one labelling.
+    alpha = np.ones((offsets[-1], 2))
+    beta = np.repeat(rates, np.diff(offsets))[:, None] * alpha
+    move_particles(particles, offsets, idx[active], counts[active], rates, alpha, beta, np.array([[0, 1]]), 0.6, 6,
                    rng.integers(0, 2**32, size=n))
     twin = np.repeat(start[None], n, axis=0)
     for _ in range(6):
@@ -223,8 +225,8 @@ def test_referenced_move_matches_numpy_twin_in_distribution(shape):
     perms = np.array([[0, 1], [1, 0]])
     particles = np.repeat(start[None], n, axis=0)
     active = np.flatnonzero(counts)
-    move_particles_referenced(particles, offsets, idx[active], counts[active], rates, alpha, beta, perms, 0.6,
-                              6, rng.integers(0, 2**32, size=n))
+    move_particles(particles, offsets, idx[active], counts[active], rates, alpha, beta, perms, 0.6, 6,
+                   rng.integers(0, 2**32, size=n))
     twin = np.repeat(start[None], n, axis=0)
     for _ in range(6):
         naive_referenced_sweep(twin, offsets, idx, counts, rates, alpha, beta, perms, 0.6, rng)
@@ -250,8 +252,8 @@ def test_referenced_ridge_move_keeps_its_target():
     perms = np.arange(2)[None]
     particles = rng.gamma(alpha[None].repeat(n, 0)) / beta
     idx = np.zeros((0, 3), dtype=np.int64)
-    move_particles_referenced(particles, offsets, idx, np.zeros(0, dtype=np.int64), np.ones(3), alpha, beta,
-                              perms, 0.0, 1, rng.integers(0, 2**32, size=n))
+    move_particles(particles, offsets, idx, np.zeros(0, dtype=np.int64), np.ones(3), alpha, beta, perms, 0.0, 1,
+                   rng.integers(0, 2**32, size=n))
     fresh = rng.gamma(alpha[None].repeat(n, 0)) / beta
     for m in range(3):
         for r in range(2):
@@ -269,18 +271,17 @@ def test_move_is_reproducible_across_thread_counts(referenced):
     start = rng.exponential(size=(9, offsets[-1], 2))
     seeds = rng.integers(0, 2**32, size=9)
     alpha, beta = rng.uniform(1.0, 4.0, size=(2, offsets[-1], 2))
-    perms = np.array([[0, 1], [1, 0]])
+    # The referenced path sums over both labellings; the prior's path has one labelling of the prior.
+    perms = np.array([[0, 1], [1, 0]]) if referenced else np.array([[0, 1]])
+    if not referenced:
+        alpha, beta = np.ones((2, offsets[-1], 2))
     results = []
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
         particles = start.copy()
         previous = numba.get_num_threads()
         numba.set_num_threads(threads)
         try:
-            if referenced:
-                move_particles_referenced(particles, offsets, idx, counts, np.ones(2), alpha, beta, perms, 0.5, 3,
-                                          seeds)
-            else:
-                move_particles(particles, offsets, idx, counts, np.ones(2), 0.5, 3, seeds)
+            move_particles(particles, offsets, idx, counts, np.ones(2), alpha, beta, perms, 0.5, 3, seeds)
         finally:
             numba.set_num_threads(previous)
         results.append(particles)

@@ -11,7 +11,6 @@ independent given the others, one component at a time.
 import math
 import time
 import warnings
-from itertools import permutations
 
 import numpy as np
 from scipy import special
@@ -22,7 +21,7 @@ from .._validation import check_int, check_positive_real
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance, effective_sample_size
 from .data import count_entries
-from .kernels.gibbs import gibbs_sweeps, relabel_to
+from .kernels.gibbs import gibbs_sweeps, likelihood_rates, relabel_permutations, relabel_to, summed_intensity
 from .model import check_prior_rates
 
 __all__ = ["chib_log_evidence"]
@@ -33,9 +32,6 @@ BLOCK_VARIANCE = 1.5
 
 #: The main run's kept sweeps run in this many chunks; each updates the relabelling reference.
 N_CHUNKS = 20
-
-#: Up to this rank relabelling searches all R! permutations; above it, it matches greedily.
-MAX_EXACT_RELABEL_RANK = 6
 
 #: Separation (nats) of a pair of components beyond which the row order of the
 #: blocks stops trying to increase it (see ``_discriminating_order``).
@@ -99,17 +95,10 @@ def _initial_state(rng, shape, n_components, rates, total):
 
 
 def _next_block_size(unit_log_density, max_variance):
-    """How many leading rows to group: grow while the variance of their summed log
-    densities (one column per row, one line per draw) stays below ``max_variance``."""
-    total = unit_log_density[:, 0].copy()
-    size = 1
-    while size < unit_log_density.shape[1]:
-        candidate = total + unit_log_density[:, size]
-        if candidate.var() > max_variance:
-            break
-        total = candidate
-        size += 1
-    return size
+    """How many leading rows to group: the rows before the first whose addition takes the variance of their
+    summed log densities (one column per row, one line per draw) above ``max_variance``; at least one."""
+    too_wide = np.append(np.cumsum(unit_log_density, axis=1).var(axis=0), np.inf) > max_variance
+    return max(1, int(np.argmax(too_wide)))
 
 
 def _discriminating_order(F_star, rate, cap=LABEL_SEPARATION):
@@ -129,8 +118,6 @@ def _discriminating_order(F_star, rate, cap=LABEL_SEPARATION):
     later blocks cannot swap them.
     """
     n_rows, n_components = F_star.shape
-    if n_components < 2:
-        return np.arange(n_rows)
     x = np.maximum(F_star, 1e-300)[:, :, None]
     y = np.maximum(F_star, 1e-300)[:, None, :]
     kl = np.asarray(rate)[None, :, None] * (x * np.log(x / y) - x + y)
@@ -148,10 +135,6 @@ def _discriminating_order(F_star, rate, cap=LABEL_SEPARATION):
         separation += delta[left[best]]
         order.append(left.pop(best))
     return np.array(order + left, dtype=np.int64)
-
-
-def _numba_seed(seq):
-    return int(seq.generate_state(1, dtype=np.uint32)[0])
 
 
 class _Budget:
@@ -179,40 +162,41 @@ class _Sampler:
     tuples of factors, one per mode, stacked and split at each call.
     """
 
-    def __init__(self, coords, counts, rates, shape, n_components):
+    def __init__(self, idx, counts, rates, shape, n_components):
         self.counts = counts
         self.rates = np.array(rates, dtype=np.float64)
         self.offsets = np.concatenate(([0], np.cumsum(shape))).astype(np.int64)
-        self.coords = [np.asarray(c, dtype=np.int64) for c in coords]
-        exact = n_components <= MAX_EXACT_RELABEL_RANK
-        perms = list(permutations(range(n_components))) if exact else []
-        self.perms = np.array(perms, dtype=np.int64).reshape(-1, n_components)
+        self.idx = np.ascontiguousarray(idx + self.offsets[:-1])
+        self.perms = relabel_permutations(n_components)
         self.n_sweeps = 0
         self.n_relabelled = 0
-        self._stack_indices()
-
-    def _stack_indices(self):
-        self.idx = np.ascontiguousarray(np.stack([c + o for c, o in zip(self.coords, self.offsets)], axis=1))
 
     def _split(self, F):
         return tuple(F[lo:hi] for lo, hi in zip(self.offsets[:-1], self.offsets[1:]))
 
     def renumber(self, order):
-        """Renumber the rows of the first mode: new row ``k`` is old row ``order[k]``."""
+        """Renumber the rows of the first mode (the first in the stack): new row ``k`` is old row ``order[k]``."""
         position = np.empty_like(order)
         position[order] = np.arange(order.size)
-        self.coords[0] = position[self.coords[0]]
-        self._stack_indices()
+        self.idx[:, 0] = position[self.idx[:, 0]]
 
     def relabel(self, state, point):
-        """Permute the components of ``state`` (copies) to match ``point``; ``(state, changed)``.
+        """Permute the components of ``state`` to match ``point``; ``(state, changed)``.
 
         The kernel's matching (:func:`~skevidence.cp.kernels.gibbs.relabel_to`),
         the one the runs relabel with after every sweep.
         """
         F = np.vstack(state)
         changed = relabel_to(F, self.offsets, np.vstack(point), self.perms)
-        return tuple(f.copy() for f in self._split(F)), bool(changed)
+        return self._split(F), bool(changed)
+
+    def log_joint(self, point):
+        """``sum(x log V) - sum(V)`` at ``point`` (without ``lgamma(x + 1)``), and the log prior."""
+        F = np.vstack(point)
+        intensity = np.prod(F[self.idx], axis=1).sum(axis=1)
+        rates = np.repeat(self.rates, np.diff(self.offsets))[:, None]
+        log_likelihood = self.counts @ np.log(intensity) - summed_intensity(F, self.offsets)
+        return float(log_likelihood), float(np.sum(np.log(rates) - rates * F))
 
     def __call__(self, state, n_sweeps, seq, stage=0, n_held=0, record_end=0, target=None, reference=None):
         """:func:`~skevidence.cp.kernels.gibbs.gibbs_sweeps` from ``state``.
@@ -222,9 +206,8 @@ class _Sampler:
         empty = np.zeros((0, 0))
         F, log_likelihood, unit_log_density, mean, n_relabelled = gibbs_sweeps(
             self.idx, self.counts, np.vstack(state), self.offsets, self.rates, int(n_sweeps),
-            _numba_seed(seq), stage, int(n_held), int(record_end),
-            empty if target is None else target,
-            empty if reference is None else np.vstack(reference), self.perms,
+            int(seq.generate_state(1)[0]), stage, int(n_held), int(record_end),
+            empty if target is None else target, empty if reference is None else np.vstack(reference), self.perms,
         )  # fmt: skip
         self.n_sweeps += int(n_sweeps)
         self.n_relabelled += n_relabelled
@@ -242,7 +225,7 @@ def _main_run(sampler, state, n_burnin, n_kept, seq):
     state = sampler(state, n_burnin, burnin_seq)[0]
     bounds = np.linspace(0, n_kept, min(N_CHUNKS, n_kept) + 1).astype(np.int64)
     sums = [np.zeros_like(F) for F in state]
-    reference = tuple(F.copy() for F in state)
+    reference = state
     traces = []
     for c, chunk_seq in enumerate(kept_seq.spawn(bounds.size - 1)):
         n = bounds[c + 1] - bounds[c]
@@ -280,9 +263,7 @@ def _blocked_ordinate(sampler, stage, state, point, record, budget, runs_after, 
         if stage == 0:
             state, switched = sampler.relabel(state, point)
             relabelled += switched
-        state = [F.copy() for F in state]
-        state[:stage] = [F.copy() for F in point[:stage]]
-        state[stage][:first] = target[:first]
+        state = (*point[:stage], np.vstack((target[:first], state[stage][first:])), *state[stage + 1 :])
         state, _, densities, _ = sampler(state, share, seq.spawn(1)[0], stage, first, n_rows, target,
                                          reference=point if stage == 0 else None)
         kept = _kept(densities, share)
@@ -313,155 +294,11 @@ def _last_ordinate(sampler, state, point, budget, seq):
     F = state[last]
     for r in range(n_components):
         share = budget.take(n_components - r)
-        F = F.copy()
-        F[:, :r] = point[last][:, :r]
+        F = np.hstack((point[last][:, :r], F[:, r:]))
         state, _, densities, _ = sampler((*point[:last], F), share, seq.spawn(1)[0], last, r, 0, point[last])
         F = state[last]
         out.append((share, np.array([_log_ordinate(column) for column in _kept(densities, share).T])))
     return out
-
-
-def _log_joint(coords, counts, point, rates):
-    """``sum(x log V) - sum(V)`` at the point (without ``lgamma(x + 1)``), and the log prior."""
-    subscripts = ",".join(["er"] * len(point)) + "->e"
-    intensity = np.einsum(subscripts, *(F[c] for F, c in zip(point, coords)))
-    total = np.sum(np.prod([F.sum(axis=0) for F in point], axis=0))
-    log_prior = sum(F.size * np.log(lam) - lam * F.sum() for F, lam in zip(point, rates))
-    return float(counts @ np.log(intensity) - total), float(log_prior)
-
-
-def _chib(idx, counts, shape, rates, n_components, n_samples, n_burnin, n_reduced, block_variance,
-          random_state, verbose):  # fmt: skip
-    """Chib's method for the CP model of ``len(shape)`` modes: the estimate and its diagnostics.
-
-    The modes are first ordered by length (stable), the first the shortest
-    (its blocks are the most expensive) and the last the longest (its
-    ordinate is the cheapest), and the non-zeros sorted row-major in that
-    order, so that the draws do not depend on the input's layout. Modes are
-    named by their index in the caller's order.
-    """
-    n_modes = len(shape)
-    n_blocked = n_modes - 1
-    mode_order = np.argsort(shape, kind="stable")
-    coords = [idx[:, m] for m in mode_order]
-    order = np.lexsort(coords[::-1])
-    coords = [np.ascontiguousarray(c[order]) for c in coords]
-    counts = np.ascontiguousarray(counts[order], dtype=np.int64)
-    shape = tuple(shape[m] for m in mode_order)
-    rates = tuple(rates[m] for m in mode_order)
-    names = [f"mode {m}" for m in mode_order]
-    log_factorial_x = float(special.gammaln(counts + 1.0).sum())
-
-    # One stream per stage, each run a child of its stage's: a stage's draws do not depend on
-    # how many runs the stages before it made.
-    init_seq, main_seq, reduced_seq = seed_sequence(random_state).spawn(3)
-    children = reduced_seq.spawn(n_blocked + n_modes)
-    pilot_seqs, stage_seqs = children[:n_blocked], children[n_blocked:]
-    state = _initial_state(np.random.default_rng(init_seq), shape, n_components, rates, counts.sum())
-    sampler = _Sampler(coords, counts, rates, shape, n_components)
-
-    if verbose and not getattr(gibbs_sweeps, "signatures", True):
-        print("[Chib] compiling the Gibbs kernel (first call; cached afterwards)", flush=True)
-    report = progress(sum(shape[:n_blocked]) + 2, "Chib", verbose)
-    try:
-        state, point, log_lik_trace = _main_run(sampler, state, n_burnin, n_samples - n_burnin, main_seq)
-        report.update(1, f"main run: {n_samples} sweeps")
-        state, relabelled = sampler.relabel(state, point)
-        # The blocks of the first mode take its rows in an order that pins the labels early;
-        # the rate of row i's conditional is lam + the product of the other modes' column sums.
-        other_sums = np.prod([F.sum(axis=0) for F in point[1:]], axis=0)
-        row_order = _discriminating_order(point[0], rates[0] + other_sums)
-        sampler.renumber(row_order)
-        point = (np.ascontiguousarray(point[0][row_order]), *point[1:])
-        state = (np.ascontiguousarray(state[0][row_order]), *state[1:])
-
-        n_pilot = max(MIN_RUN_SWEEPS, n_reduced // 20)
-        budget = _Budget(n_reduced - n_blocked * n_pilot)
-        pilots = []
-        for m in range(n_blocked):
-            start = (*point[:m], *state[m:])
-            run = sampler(start, n_pilot, pilot_seqs[m], m, 0, shape[m], point[m],
-                          reference=point if m == 0 else None)
-            pilots.append(run)
-            state = run[0]
-        runs = [-(-shape[m] // _next_block_size(run[2], block_variance)) for m, run in enumerate(pilots)]
-        blocks = []
-        for m in range(n_blocked):
-            state, switched, stage_blocks = _blocked_ordinate(
-                sampler, m, pilots[m][0], point, pilots[m][2], budget, sum(runs[m + 1 :]) + n_components,
-                block_variance, stage_seqs[m], report, names[m],
-            )  # fmt: skip
-            relabelled += switched
-            blocks.append(stage_blocks)
-        # The last runs start from a state in the point's labelling.
-        state, switched = sampler.relabel(state, point)
-        relabelled += switched
-        components = _last_ordinate(sampler, state, point, budget, stage_seqs[-1])
-        report.update(1, f"{names[-1]}: {n_components} runs of {sum(c[0] for c in components)} sweeps")
-    finally:
-        report.close()
-    n_reduced_used = sampler.n_sweeps - n_samples
-    if n_reduced_used > n_reduced:
-        planned = ", ".join(f"{len(b)} blocks of {names[m]}" for m, b in enumerate(blocks))
-        warnings.warn(
-            f"n_reduced={n_reduced} is too small for {planned} and the {n_components} runs of {names[-1]} "
-            f"(at least {MIN_RUN_SWEEPS} sweeps each); used {n_reduced_used}. Raise n_reduced.",
-            UserWarning,
-            stacklevel=3,
-        )
-
-    log_likelihood, log_prior = _log_joint(sampler.coords, sampler.counts, point, rates)
-    log_likelihood -= log_factorial_x
-    block_table = np.array([b for stage_blocks in blocks for b in stage_blocks])  # (blocks, 5)
-    component_rows = np.stack([rows for _, rows in components])  # (R, K, 3)
-    log_ords = [sum(b[2] for b in stage_blocks) for stage_blocks in blocks] + [component_rows[:, :, 0].sum()]
-    variances = [sum(b[3] for b in stage_blocks) for stage_blocks in blocks] + [component_rows[:, :, 1].sum()]
-    log_label = math.lgamma(n_components + 1)
-    log_evidence = log_likelihood + log_prior - sum(log_ords) + log_label
-    std_error = math.sqrt(sum(variances))
-    min_ess = float(min(block_table[:, 4].min(), component_rows[:, :, 2].min()))
-    if min_ess < MIN_ORDINATE_ESS:
-        warnings.warn(
-            f"Chib's ordinate averages rest on few draws (smallest effective sample size "
-            f"{min_ess:.1f}); log Z = {log_evidence:.6g} ± {std_error:.3g} is then likely too "
-            "high by more than its standard error. Raise n_reduced.",
-            UserWarning,
-            stacklevel=3,
-        )
-    # The point in the caller's layout: undo the row order, then the mode order.
-    first = np.empty_like(point[0])
-    first[row_order] = point[0]
-    internal = (first, *point[1:])
-    posterior_mean = [None] * n_modes
-    by_mode = np.empty(n_modes), np.empty(n_modes)
-    for position, mode in enumerate(mode_order):
-        posterior_mean[mode] = np.ascontiguousarray(internal[position])
-        by_mode[0][mode], by_mode[1][mode] = log_ords[position], math.sqrt(variances[position])
-    diagnostics = {
-        "mode_order": tuple(int(m) for m in mode_order),
-        "n_sweeps": sampler.n_sweeps,
-        "n_nonzero": int(counts.size),
-        "log_likelihood": float(log_likelihood),
-        "log_prior": float(log_prior),
-        "log_ordinates": by_mode[0],
-        "log_ordinate_std": by_mode[1],
-        "log_label_permutations": log_label,
-        "block_mode": np.array([mode_order[m] for m, b in enumerate(blocks) for _ in b]),
-        "block_rows": block_table[:, 0],
-        "block_sweeps": block_table[:, 1],
-        "block_log_ordinate": block_table[:, 2],
-        "block_std": np.sqrt(block_table[:, 3]),
-        "block_ess": block_table[:, 4],
-        "component_sweeps": np.array([share for share, _ in components]),
-        "component_log_ordinate": component_rows[:, :, 0].sum(axis=1),
-        "component_std": np.sqrt(component_rows[:, :, 1].sum(axis=1)),
-        "component_ess_min": component_rows[:, :, 2].min(axis=1),
-        "min_ess": min_ess,
-        "relabelled_runs": int(relabelled),
-        "relabelled_sweeps": int(sampler.n_relabelled),
-        "log_likelihood_trace": log_lik_trace - log_factorial_x,
-    }
-    return log_evidence, std_error, posterior_mean, counts.size * sampler.n_sweeps, diagnostics
 
 
 def chib_log_evidence(X, n_components, prior_rates=1.0, *, n_samples=9000, n_burnin=7000, n_reduced=5000,
@@ -650,22 +487,135 @@ def chib_log_evidence(X, n_components, prior_rates=1.0, *, n_samples=9000, n_bur
     start = time.perf_counter()
     idx, counts, shape = _count_entries(X)
     n_components = check_int("n_components", n_components, 1)
-    rates = np.array(check_prior_rates(prior_rates, len(shape)))
-    runs = _check_runs(n_samples, n_burnin, n_reduced, block_variance)
-    log_evidence, std_error, posterior_mean, n_evaluations, diagnostics = _chib(
-        idx, counts, shape, rates, n_components, *runs, random_state, verbose
-    )
+    rates = check_prior_rates(prior_rates, len(shape))
+    n_samples, n_burnin, n_reduced, block_variance = _check_runs(n_samples, n_burnin, n_reduced, block_variance)
+    # The modes ordered by length (stable), the first the shortest (its blocks are the most expensive) and the
+    # last the longest (its ordinate is the cheapest), and the non-zeros sorted row-major in that order, so that
+    # the draws do not depend on the input's layout. Modes are named by their index in the caller's order.
+    n_modes = len(shape)
+    n_blocked = n_modes - 1
+    mode_order = np.argsort(shape, kind="stable")
+    idx = idx[:, mode_order]
+    order = np.lexsort(idx.T[::-1])
+    idx, counts = idx[order], counts[order]
+    shape = tuple(shape[m] for m in mode_order)
+    internal_rates = tuple(rates[m] for m in mode_order)
+    names = [f"mode {m}" for m in mode_order]
+    log_factorial_x = float(special.gammaln(counts + 1.0).sum())
+
+    # One stream per stage, each run a child of its stage's: a stage's draws do not depend on
+    # how many runs the stages before it made.
+    init_seq, main_seq, reduced_seq = seed_sequence(random_state).spawn(3)
+    children = reduced_seq.spawn(n_blocked + n_modes)
+    pilot_seqs, stage_seqs = children[:n_blocked], children[n_blocked:]
+    state = _initial_state(np.random.default_rng(init_seq), shape, n_components, internal_rates, counts.sum())
+    sampler = _Sampler(idx, counts, internal_rates, shape, n_components)
+
+    if verbose and not getattr(gibbs_sweeps, "signatures", True):
+        print("[Chib] compiling the Gibbs kernel (first call; cached afterwards)", flush=True)
+    report = progress(sum(shape[:n_blocked]) + 2, "Chib", verbose)
+    try:
+        state, point, log_lik_trace = _main_run(sampler, state, n_burnin, n_samples - n_burnin, main_seq)
+        report.update(1, f"main run: {n_samples} sweeps")
+        state, relabelled = sampler.relabel(state, point)
+        # The blocks of the first mode take its rows in an order that pins the labels early;
+        # the rate of row i's conditional is lam + the product of the other modes' column sums.
+        rate = internal_rates[0] + likelihood_rates(np.vstack(point), sampler.offsets, 0, 1.0)
+        row_order = _discriminating_order(point[0], rate)
+        sampler.renumber(row_order)
+        point = (np.ascontiguousarray(point[0][row_order]), *point[1:])
+        state = (np.ascontiguousarray(state[0][row_order]), *state[1:])
+
+        n_pilot = max(MIN_RUN_SWEEPS, n_reduced // 20)
+        budget = _Budget(n_reduced - n_blocked * n_pilot)
+        pilots = []
+        for m in range(n_blocked):
+            run = sampler((*point[:m], *state[m:]), n_pilot, pilot_seqs[m], m, 0, shape[m], point[m],
+                          reference=point if m == 0 else None)
+            pilots.append(run)
+            state = run[0]
+        runs = [-(-shape[m] // _next_block_size(run[2], block_variance)) for m, run in enumerate(pilots)]
+        blocks = []
+        for m in range(n_blocked):
+            state, switched, stage_blocks = _blocked_ordinate(
+                sampler, m, pilots[m][0], point, pilots[m][2], budget, sum(runs[m + 1 :]) + n_components,
+                block_variance, stage_seqs[m], report, names[m],
+            )  # fmt: skip
+            relabelled += switched
+            blocks.append(stage_blocks)
+        # The last runs start from a state in the point's labelling.
+        state, switched = sampler.relabel(state, point)
+        relabelled += switched
+        components = _last_ordinate(sampler, state, point, budget, stage_seqs[-1])
+        report.update(1, f"{names[-1]}: {n_components} runs of {sum(c[0] for c in components)} sweeps")
+    finally:
+        report.close()
+    n_reduced_used = sampler.n_sweeps - n_samples
+    if n_reduced_used > n_reduced:
+        planned = ", ".join(f"{len(b)} blocks of {names[m]}" for m, b in enumerate(blocks))
+        warnings.warn(
+            f"n_reduced={n_reduced} is too small for {planned} and the {n_components} runs of {names[-1]} "
+            f"(at least {MIN_RUN_SWEEPS} sweeps each); used {n_reduced_used}. Raise n_reduced.",
+            UserWarning,
+            stacklevel=2,
+        )
+
+    log_likelihood, log_prior = sampler.log_joint(point)
+    log_likelihood -= log_factorial_x
+    block_table = np.array([b for stage_blocks in blocks for b in stage_blocks])  # (blocks, 5)
+    component_rows = np.stack([rows for _, rows in components])  # (R, K, 3)
+    log_ords = [sum(b[2] for b in stage_blocks) for stage_blocks in blocks] + [component_rows[:, :, 0].sum()]
+    variances = [sum(b[3] for b in stage_blocks) for stage_blocks in blocks] + [component_rows[:, :, 1].sum()]
+    log_label = math.lgamma(n_components + 1)
+    log_evidence = log_likelihood + log_prior - sum(log_ords) + log_label
+    std_error = math.sqrt(sum(variances))
+    min_ess = float(min(block_table[:, 4].min(), component_rows[:, :, 2].min()))
+    if min_ess < MIN_ORDINATE_ESS:
+        warnings.warn(
+            f"Chib's ordinate averages rest on few draws (smallest effective sample size "
+            f"{min_ess:.1f}); log Z = {log_evidence:.6g} ± {std_error:.3g} is then likely too "
+            "high by more than its standard error. Raise n_reduced.",
+            UserWarning,
+            stacklevel=2,
+        )
+    # The point in the caller's layout: undo the row order, then the mode order.
+    internal = (point[0][np.argsort(row_order)], *point[1:])
+    position = np.argsort(mode_order)
     return EvidenceResult(
         log_evidence=log_evidence,
         std_error=std_error,
-        posterior_mean=posterior_mean,
+        posterior_mean=[np.ascontiguousarray(internal[p]) for p in position],
         method="chib",
-        n_likelihood_evaluations=n_evaluations,
+        n_likelihood_evaluations=counts.size * sampler.n_sweeps,
         wall_time=time.perf_counter() - start,
         diagnostics={
             "n_components": n_components,
-            "prior_rates": tuple(float(r) for r in rates),
-            **dict(zip(("n_samples", "n_burnin", "n_reduced", "block_variance"), runs)),
-            **diagnostics,
-        },
+            "prior_rates": rates,
+            "n_samples": n_samples,
+            "n_burnin": n_burnin,
+            "n_reduced": n_reduced,
+            "block_variance": block_variance,
+            "mode_order": tuple(int(m) for m in mode_order),
+            "n_sweeps": sampler.n_sweeps,
+            "n_nonzero": int(counts.size),
+            "log_likelihood": float(log_likelihood),
+            "log_prior": float(log_prior),
+            "log_ordinates": np.array(log_ords)[position],
+            "log_ordinate_std": np.sqrt(variances)[position],
+            "log_label_permutations": log_label,
+            "block_mode": np.array([mode_order[m] for m, b in enumerate(blocks) for _ in b]),
+            "block_rows": block_table[:, 0],
+            "block_sweeps": block_table[:, 1],
+            "block_log_ordinate": block_table[:, 2],
+            "block_std": np.sqrt(block_table[:, 3]),
+            "block_ess": block_table[:, 4],
+            "component_sweeps": np.array([share for share, _ in components]),
+            "component_log_ordinate": component_rows[:, :, 0].sum(axis=1),
+            "component_std": np.sqrt(component_rows[:, :, 1].sum(axis=1)),
+            "component_ess_min": component_rows[:, :, 2].min(axis=1),
+            "min_ess": min_ess,
+            "relabelled_runs": int(relabelled),
+            "relabelled_sweeps": int(sampler.n_relabelled),
+            "log_likelihood_trace": log_lik_trace - log_factorial_x,
+        }
     )

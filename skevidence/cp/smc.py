@@ -21,7 +21,10 @@ the particles); the runs that make the estimate follow them. Going from
 :math:`(y, s)` to :math:`(y', s')` weights a particle by
 :math:`\prod_e V_e^{y'_e - y_e} \exp(-(s' - s)\sum_e V_e)`; the factors shared
 by all particles, :math:`s'^{|y'|} s^{-|y|} \prod_e y_e!/y'_e!`, telescope to
-:math:`-\sum_e \log x_e!`.
+:math:`-\sum_e \log x_e!`. (The code runs this path as the referenced path
+below with the prior itself as the reference :math:`q`: Gammas of shape 1
+and rate :math:`\lambda`, one labelling; the reference's part of the
+weights then vanishes.)
 
 **Referenced path** (``reference="vb"``, the default up to rank 7). From the prior the
 path is long: the first units move the particles across the whole prior,
@@ -69,7 +72,6 @@ from itertools import permutations
 import numpy as np
 from joblib import effective_n_jobs
 from scipy import sparse, special
-from scipy.optimize import linear_sum_assignment
 
 from .._progress import progress
 from .._random import seed_sequence
@@ -78,14 +80,8 @@ from .._validation import check_int
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import effective_sample_size
 from .data import count_entries
-from .kernels.smc import (
-    log_intensity_block,
-    move_particles,
-    move_particles_referenced,
-    next_stop,
-    reference_weights,
-    total_intensity,
-)
+from .kernels.gibbs import relabel_permutations, relabel_to
+from .kernels.smc import log_intensity_block, move_particles, next_stop, reference_weights, total_intensity
 from .model import check_prior_rates
 from .reference import variational_reference
 
@@ -137,44 +133,37 @@ def combine_runs(log_z):
 def _aligned_mean(particles, offsets):
     """Mean of the particles' stacked factors after matching their components to the first particle's.
 
-    The prior path is label-symmetric, so the particles sit in all :math:`R!`
-    labellings of the posterior; a plain mean would blur the components
-    together. Each particle's labelling is the assignment of largest summed
-    cosine similarity of its columns to the reference's, mode by mode.
+    The particles sit in all :math:`R!` labellings of the posterior; a plain
+    mean would blur the components together. The matching is
+    :func:`~skevidence.cp.kernels.gibbs.relabel_to`'s, on the rank-one terms.
     """
-    n_modes = offsets.shape[0] - 1
-
-    def unit_columns(F):
-        return np.concatenate(
-            [F[offsets[m]:offsets[m + 1]] / np.linalg.norm(F[offsets[m]:offsets[m + 1]], axis=0)
-             for m in range(n_modes)]
-        )
-
-    reference = unit_columns(particles[0])
+    perms = relabel_permutations(particles.shape[2])
     total = np.zeros_like(particles[0])
     for F in particles:
-        _, perm = linear_sum_assignment(-(reference.T @ unit_columns(F)))
-        total += F[:, perm]
+        F = F.copy()
+        relabel_to(F, offsets, particles[0], perms)
+        total += F
     return total / particles.shape[0]
 
 
-def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, min_log_ess, seed_seq,
-             schedule=None, reference=None):
+def _smc_run(idx, counts, offsets, rates, reference, n_particles, n_sweeps, min_log_ess, seed_seq, schedule=None):
     r"""One SMC run: ``(log Z, diagnostics)``. ``idx`` is already offset into the factor stack.
 
-    Without a ``schedule`` the run draws the units' arrival order and chooses
-    its steps on the way (each adds units while the effective sample size
-    stays above ``exp(min_log_ess)``); ``diagnostics["schedule"]`` records
-    ``(unit_entry, times, exposures)``. With another run's schedule the run
-    follows its arrival order and goes to its next exposure at every step
-    whatever the weights: the steps then do not depend on this run's
-    particles, and its :math:`\hat Z` is exactly unbiased (steps chosen from
-    the weights that enter the estimate make it depend on them, and it is
-    biased low). The exposures belong to their arrival order: with another
-    order some steps would add far more units than the weights allow.
+    ``reference`` is ``(alpha, beta, perms)``: the Gammas of :math:`q` and the
+    labellings it is symmetrised over. Without a ``schedule`` the run draws
+    the units' arrival order and chooses its steps on the way (each adds
+    units while the effective sample size stays above
+    ``exp(min_log_ess)``); ``diagnostics["schedule"]`` records ``(unit_entry,
+    times, exposures)``. With another run's schedule the run follows its
+    arrival order and goes to its next exposure at every step whatever the
+    weights: the steps then do not depend on this run's particles, and its
+    :math:`\hat Z` is exactly unbiased (steps chosen from the weights that
+    enter the estimate make it depend on them, and it is biased low). The
+    exposures belong to their arrival order: with another order some steps
+    would add far more units than the weights allow.
     """
     rng = np.random.default_rng(seed_seq)
-    n_modes = offsets.shape[0] - 1
+    alpha, beta, perms = reference
     if schedule is None:
         # The arrival order of the units: each unit's entry, sorted by a uniform time.
         unit_entry = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
@@ -185,19 +174,11 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
         unit_entry, times, steps = schedule
     n_units = unit_entry.shape[0]
 
-    particles = np.empty((n_particles, offsets[-1], n_components))
-    if reference is None:
-        for m in range(n_modes):
-            block = particles[:, offsets[m]:offsets[m + 1]]
-            block[...] = rng.exponential(1.0 / rates[m], size=block.shape)
-    else:
-        # The start is the R!-fold symmetrised reference, exactly normalised (Z_0 = 1): a labelling
-        # sigma uniformly, then theta from q_sigma.
-        alpha, beta, perms = reference
-        sigma = np.argsort(rng.random((n_particles, n_components)), axis=1)
-        particles[...] = rng.gamma(alpha[:, sigma].transpose(1, 0, 2)) / beta[:, sigma].transpose(1, 0, 2)
-        ref_step, ref_slope = np.empty(n_particles), np.empty(n_particles)
-
+    # The start is the symmetrised reference, exactly normalised (Z_0 = 1): a labelling sigma uniformly, then
+    # theta from q_sigma.
+    sigma = perms[rng.integers(perms.shape[0], size=n_particles)]
+    particles = np.ascontiguousarray(rng.gamma(alpha[:, sigma].transpose(1, 0, 2)) / beta[:, sigma].transpose(1, 0, 2))
+    ref_step, ref_slope = np.empty(n_particles), np.empty(n_particles)
     arrived = np.zeros(counts.shape[0], dtype=np.int64)
     log_z, s, k = 0.0, 0.0, 0
     exposures, ess_trace = [], []
@@ -207,13 +188,11 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
         if len(exposures) >= _MAX_STEPS:
             raise RuntimeError(f"the SMC took more than {_MAX_STEPS} steps; use more particles.")
         total_v = total_intensity(particles, offsets)
-        slope_v = total_v
-        if reference is not None and schedule is None:
+        sum_log_v = np.zeros(n_particles)
+        if schedule is None:
             # The stop is sought with the reference's part of the weight linear in the exposure.
             reference_weights(particles, offsets, rates, alpha, beta, perms, s, s, ref_step, ref_slope)
             slope_v = total_v + ref_slope
-        sum_log_v = np.zeros(n_particles)
-        if schedule is None:
             k_new = k
             while k_new < n_units:
                 n_scan = min(n_units - k_new, _SCAN_BLOCK)
@@ -236,10 +215,8 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
                 log_intensity_block(particles, idx, unit_entry[start:start + block.shape[1]], block)
                 sum_log_v += block.sum(axis=1)
         visited += (k_new - k) * n_particles
-        log_inc = sum_log_v - (s_new - s) * total_v
-        if reference is not None:
-            reference_weights(particles, offsets, rates, alpha, beta, perms, s, s_new, ref_step, ref_slope)
-            log_inc += ref_step
+        reference_weights(particles, offsets, rates, alpha, beta, perms, s, s_new, ref_step, ref_slope)
+        log_inc = sum_log_v - (s_new - s) * total_v + ref_step
         peak = log_inc.max()
         weights = np.exp(log_inc - peak)
         log_z += peak + np.log(weights.mean())
@@ -254,18 +231,13 @@ def _smc_run(idx, counts, offsets, rates, n_components, n_particles, n_sweeps, m
         particles = particles[ancestors]
         active = np.flatnonzero(arrived)
         seeds = rng.integers(0, 2**32, size=n_particles, dtype=np.int64)
-        if reference is None:
-            move_particles(particles, offsets, idx[active], arrived[active], rates, s, n_sweeps, seeds)
-        else:
-            move_particles_referenced(particles, offsets, idx[active], arrived[active], rates, alpha, beta,
-                                      perms, s, n_sweeps, seeds)
+        move_particles(particles, offsets, idx[active], arrived[active], rates, alpha, beta, perms, s, n_sweeps,
+                       seeds)
         visited += active.shape[0] * n_sweeps * n_particles
-    log_z -= float(special.gammaln(counts + 1.0).sum())
-    if reference is not None:
-        # The constants reference_weights leaves out; the exposures' steps sum to one.
-        rows = np.repeat(np.arange(n_modes), np.diff(offsets))
-        log_z += float(np.sum(np.log(rates[rows]))) * n_components
-        log_z += float(np.sum(special.gammaln(alpha) - alpha * np.log(beta)))
+    # The constants reference_weights leaves out (the exposures' steps sum to one), and the data's.
+    rows = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+    log_z += float(np.sum(np.log(rates[rows]))) * alpha.shape[1]
+    log_z += float(np.sum(special.gammaln(alpha) - alpha * np.log(beta)) - special.gammaln(counts + 1.0).sum())
     return log_z, {
         "exposures": np.asarray(exposures),
         "schedule": (unit_entry, times, np.asarray(exposures)),
@@ -373,18 +345,15 @@ def smc_log_evidence(
     'smc'
     """
     start = time.perf_counter()
-    idx, counts, shape = count_entries(
-        X, method="the count-arrival SMC", advice="for real-valued data use method='sti'."
-    )
-    n_modes = len(shape)
+    advice = "for real-valued data use method='sti'."
+    idx, counts, shape = count_entries(X, method="the count-arrival SMC", advice=advice)
     n_components = check_int("n_components", n_components, 1)
-    rates = np.array(check_prior_rates(prior_rates, n_modes))
+    rates = np.array(check_prior_rates(prior_rates, len(shape)))
     auto = isinstance(n_particles, str)
     if auto and n_particles != "auto":
         raise ValueError(f"n_particles must be an integer or 'auto', got {n_particles!r}.")
-    checks = (("n_runs", n_runs, 2), ("n_sweeps", n_sweeps, 1)) + (() if auto else (("n_particles", n_particles, 2),))
-    for name, value, low in checks:
-        check_int(name, value, low)
+    n_runs, n_sweeps = check_int("n_runs", n_runs, 2), check_int("n_sweeps", n_sweeps, 1)
+    size = _AUTO_PARTICLES[0] if auto else check_int("n_particles", n_particles, 2)
     if not 0.0 < ess_threshold < 1.0:
         raise ValueError(f"ess_threshold must lie in (0, 1), got {ess_threshold!r}.")
     if reference not in ("auto", "prior", "vb"):
@@ -399,31 +368,33 @@ def smc_log_evidence(
     offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
     stacked = np.ascontiguousarray(idx + offsets[:-1], dtype=np.int64)
 
-    # With n_particles="auto", batches of runs with ever more particles until the runs agree:
-    # the variance of log Z-hat falls as 1/particles, so the next size follows from the spread.
-    size = _AUTO_PARTICLES[0] if auto else int(n_particles)
     pilot_seq, batch_root, vb_seq = seed_sequence(random_state).spawn(3)
-    q = None
     if reference == "vb":
         # The fit reads the validated non-zeros, so that dense and sparse input give the same numbers.
         entries = sparse.coo_array((counts.astype(np.float64), tuple(idx.T)), shape=shape)
         _, alpha, beta, _ = variational_reference(entries, n_components, rates,
                                                   random_state=int(vb_seq.generate_state(1)[0]))
-        q = (np.ascontiguousarray(alpha), np.ascontiguousarray(beta),
-             np.array(list(permutations(range(n_components))), dtype=np.int64))
+        perms = np.array(list(permutations(range(n_components))), dtype=np.int64)
+    else:
+        # The prior is a product of Gammas too (shape 1, rate lambda), the same under every labelling.
+        alpha = np.ones((offsets[-1], n_components))
+        beta = np.repeat(rates, shape)[:, None] * alpha
+        perms = np.arange(n_components)[None]
+    q = (np.ascontiguousarray(alpha), np.ascontiguousarray(beta), perms)
     n_threads = effective_n_jobs(n_jobs) if n_jobs is not None else 10**6
     tried = []
     with numba_threads(n_threads):
         # A pilot run chooses the steps; the runs that enter the estimate follow them.
-        _, pilot = _smc_run(stacked, counts, offsets, rates, n_components, size, int(n_sweeps),
-                            float(np.log(ess_threshold * size)), pilot_seq, reference=q)
-        schedule = pilot["schedule"]
+        _, pilot = _smc_run(stacked, counts, offsets, rates, q, size, n_sweeps,
+                            float(np.log(ess_threshold * size)), pilot_seq)
+        # With n_particles="auto", batches of runs with ever more particles until the runs agree:
+        # the variance of log Z-hat falls as 1/particles, so the next size follows from the spread.
         while True:
-            report = progress(int(n_runs), f"SMC ({size} particles)", verbose)
+            report = progress(n_runs, f"SMC ({size} particles)", verbose)
             log_z, diags = [], []
-            for seq in batch_root.spawn(1)[0].spawn(int(n_runs)):
-                value, diag = _smc_run(stacked, counts, offsets, rates, n_components, size, int(n_sweeps),
-                                       0.0, seq, schedule, reference=q)
+            for seq in batch_root.spawn(1)[0].spawn(n_runs):
+                value, diag = _smc_run(stacked, counts, offsets, rates, q, size, n_sweeps, 0.0, seq,
+                                       pilot["schedule"])
                 log_z.append(value)
                 diags.append(diag)
                 report.update(1)
@@ -435,9 +406,6 @@ def smc_log_evidence(
                 break
             grow = min(_AUTO_MAX_GROWTH, (spread / _AUTO_SPREAD) ** 2)
             size = int(min(_AUTO_PARTICLES[1], 2 ** np.ceil(np.log2(size * grow))))
-    n_particles = size
-    ratios = np.exp(log_z - log_z.max())
-    log_mean = float(log_z.max() + np.log(ratios.mean()))
     if spread > _MAX_SPREAD:
         warnings.warn(
             f"the SMC runs' log-evidences spread by {spread:.2g} nats (rank {n_components}): with so few "
@@ -447,23 +415,21 @@ def smc_log_evidence(
             stacklevel=2,
         )
     mean = _aligned_mean(diags[-1]["particles"], offsets)
-    posterior_mean = tuple(mean[offsets[m]:offsets[m + 1]] for m in range(n_modes))
     diagnostics = {
         "run_log_evidence": log_z,
-        "log_mean_evidence": log_mean,
+        "log_mean_evidence": float(special.logsumexp(log_z) - np.log(log_z.size)),
         "run_spread": spread,
         "n_steps": np.array([d["exposures"].size for d in diags]),
         "min_ess": float(min(d["ess"].min() for d in diags)),
         "exposures": pilot["exposures"],
         "ess": diags[0]["ess"],
-        "n_particles": int(n_particles),
+        "n_particles": size,
         "particles_tried": np.array(tried),
-        "n_sweeps": int(n_sweeps),
+        "n_sweeps": n_sweeps,
         "reference": reference,
     }
     return EvidenceResult(
-        log_evidence=estimate, std_error=std_error, method="smc", temperatures=np.empty(0),
-        expected_log_likelihood=np.empty(0), expected_log_likelihood_std=np.empty(0),
-        n_likelihood_evaluations=sum(d["n_visited"] for d in diags),
-        wall_time=time.perf_counter() - start, diagnostics=diagnostics, posterior_mean=posterior_mean,
+        log_evidence=estimate, std_error=std_error, method="smc", diagnostics=diagnostics,
+        n_likelihood_evaluations=sum(d["n_visited"] for d in diags), wall_time=time.perf_counter() - start,
+        posterior_mean=tuple(mean[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])),
     )

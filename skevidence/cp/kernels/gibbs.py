@@ -16,13 +16,17 @@ one sweep is
    sources themselves (:func:`sample_sources`);
 2. for each mode in turn, :math:`F^{(m)}_{ir} \mid \cdot \sim
    \mathcal{G}(1 + \sum_{e:\,i_m(e)=i} S_{er},\ \lambda_m + \prod_{m' \ne m} \sum_i F^{(m')}_{ir})`
-   (shape, rate), for the rows that are not held fixed (:func:`sample_mode`
-   draws a whole mode);
+   (shape, rate), for the rows that are not held fixed (:func:`draw_rows`);
 3. Metropolis moves along the scale ridges the likelihood is flat on, which
-   the Gibbs steps cross slowly when counts are large (:func:`_rescale_pair`,
-   :func:`_rescale_three`), and optionally a relabelling of the components to
-   a reference (:func:`relabel_to`). None of these changes a conditional used
+   the Gibbs steps cross slowly when counts are large (:func:`scale_moves`),
+   and optionally a relabelling of the components to a reference
+   (:func:`relabel_to`). None of these changes a conditional used
    by Chib's method, only how the chain moves.
+
+:func:`draw_rows` and :func:`scale_moves` take the prior's part of the
+conditionals as a Gamma per factor entry (shape 1, rate :math:`\lambda_m`
+here), so that the SMC's tempered targets (:mod:`~skevidence.cp.kernels.smc`)
+draw with them too.
 
 The S-step computes :math:`V` at every non-zero anyway, so it also returns
 :math:`\sum_e x_e \log V_e` of the state entering the sweep at no extra cost;
@@ -45,27 +49,23 @@ the same seed; its gamma and normal streams do not.
 # numba's njit supports only the legacy np.random functions (one state per thread, np.random.seed).
 # ruff: noqa: NPY002
 import math
+from itertools import permutations
 
 import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
+from .passes import column_sums, other_modes
 
-__all__ = [
-    "CATEGORICAL_MAX_COUNT",
-    "column_sums",
-    "gibbs_sweeps",
-    "match_components",
-    "modal_scales",
-    "relabel_to",
-    "row_log_gamma_density",
-    "sample_mode",
-    "sample_sources",
-    "split_count",
-]
+__all__ = ["CATEGORICAL_MAX_COUNT", "draw_rows", "entry_intensities", "gibbs_sweeps", "likelihood_rates",
+           "match_components", "modal_scales", "relabel_permutations", "relabel_to", "sample_sources",
+           "scale_moves", "split_count", "summed_intensity"]
 
 #: Random-walk step of the scale moves, in units of the conditional's standard deviation.
 SCALE_STEP = 2.0
+
+#: Up to this rank relabelling searches all R! permutations; above it, it matches greedily.
+MAX_EXACT_RELABEL_RANK = 6
 
 #: Counts up to this are split among components unit by unit (one uniform and a
 #: linear search each); larger ones by sequential binomials.
@@ -105,9 +105,7 @@ def split_count(x, q, tail, alloc):
         if left == 0:
             break
         if tail[r] > 0.0:
-            p = q[r] / tail[r]
-            if p > 1.0:
-                p = 1.0
+            p = min(q[r] / tail[r], 1.0)
         else:
             # All remaining intensities underflowed: share evenly.
             p = 1.0 / (n_components - r)
@@ -116,6 +114,20 @@ def split_count(x, q, tail, alloc):
         left -= s
     alloc[n_components - 1] += left
     return acc
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def entry_intensities(F, idx, e, q):
+    """``q[r] = prod_m F[idx[e, m], r]`` (the product in mode order), the components' intensities at entry ``e``;
+    returns their sum."""
+    total = 0.0
+    for r in range(F.shape[1]):
+        prod = F[idx[e, 0], r]
+        for m in range(1, idx.shape[1]):
+            prod *= F[idx[e, m], r]
+        q[r] = prod
+        total += prod
+    return total
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -136,11 +148,9 @@ def sample_sources(idx, counts, F, stats):
     Returns
     -------
     sum_x_log_v : float
-        :math:`\sum_e x_e \log V_e` at ``F``, with
-        :math:`V_e = \sum_r \prod_m F_{\mathrm{idx}[e, m],\,r}` (the product
-        taken in mode order). The draws are :func:`split_count`'s.
+        :math:`\sum_e x_e \log V_e` at ``F`` (:func:`entry_intensities`). The
+        draws are :func:`split_count`'s.
     """
-    n_modes = idx.shape[1]
     n_components = F.shape[1]
     stats[:] = 0
     q = np.empty(n_components)
@@ -148,204 +158,147 @@ def sample_sources(idx, counts, F, stats):
     alloc = np.empty(n_components, dtype=np.int64)
     sum_x_log_v = 0.0
     for e in range(idx.shape[0]):
-        x = counts[e]
-        first = idx[e, 0]
-        for r in range(n_components):
-            q[r] = F[first, r]
-        for m in range(1, n_modes):
-            row = idx[e, m]
+        entry_intensities(F, idx, e, q)
+        sum_x_log_v += counts[e] * math.log(split_count(counts[e], q, tail, alloc))
+        for m in range(idx.shape[1]):
             for r in range(n_components):
-                q[r] *= F[row, r]
-        sum_x_log_v += x * math.log(split_count(x, q, tail, alloc))
-        for m in range(n_modes):
-            row = idx[e, m]
-            for r in range(n_components):
-                stats[row, r] += alloc[r]
+                stats[idx[e, m], r] += alloc[r]
     return sum_x_log_v
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def column_sums(A):
-    """``A.sum(axis=0)`` of a 2-D array, summed row by row."""
-    out = np.zeros(A.shape[1])
-    for a in range(A.shape[0]):
-        for r in range(A.shape[1]):
-            out[r] += A[a, r]
-    return out
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def _mode_sums(F, offsets):
     """The column sums of every mode, shape (N, R)."""
     sums = np.empty((offsets.shape[0] - 1, F.shape[1]))
-    for m in range(sums.shape[0]):
-        sums[m] = column_sums(F[offsets[m] : offsets[m + 1]])
+    column_sums(F, offsets, sums)
     return sums
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _conditional_rate(sums, mode, prior_rate, exposure):
-    r""":math:`\lambda + s \prod_{m' \ne m} \sum_i F^{(m')}_{ir}`, the product in mode order."""
-    rate = np.empty(sums.shape[1])
-    for r in range(sums.shape[1]):
-        product = 1.0
-        for other in range(sums.shape[0]):
-            if other != mode:
-                product *= sums[other, r]
-        rate[r] = prior_rate + exposure * product
+def summed_intensity(F, offsets):
+    r""":math:`\sum_e V_e = \sum_r \prod_m \sum_i F^{(m)}_{ir}` over every entry of the array, zeros included."""
+    sums = _mode_sums(F, offsets)
+    total = 0.0
+    for r in range(F.shape[1]):
+        total += sums[0, r] * other_modes(sums, 0, r)
+    return total
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def likelihood_rates(F, offsets, mode, exposure):
+    r""":math:`s \prod_{m' \ne m} \sum_i F^{(m')}_{ir}` per component: the likelihood's part of the rates of
+    mode ``m``'s conditionals at the exposure :math:`s` (1 for the posterior)."""
+    sums = _mode_sums(F, offsets)
+    rate = np.empty(F.shape[1])
+    for r in range(F.shape[1]):
+        rate[r] = exposure * other_modes(sums, mode, r)
     return rate
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _draw_rows(F, first_row, end_row, stats, rate, first_component):
-    """Rows ``first_row .. end_row-1``, components from ``first_component``, from their Gamma conditionals."""
+def draw_rows(F, first_row, end_row, first_component, stats, shape, rate, likelihood_rate):
+    r"""Rows ``first_row .. end_row-1``, components from ``first_component``, from their Gamma conditionals.
+
+    ``F[a, r] ~ Gamma(shape[a, r] + stats[a, r], rate[a, r] + likelihood_rate[r])`` (shape, rate): ``shape``
+    and ``rate`` (``(D, R)``) are the Gamma that stands for the prior (the exponential prior: 1 and
+    :math:`\lambda_m`), ``likelihood_rate`` is :func:`likelihood_rates`'s.
+    """
     for a in range(first_row, end_row):
         for r in range(first_component, F.shape[1]):
-            F[a, r] = np.random.gamma(1.0 + stats[a, r], 1.0 / rate[r])
+            F[a, r] = np.random.gamma(shape[a, r] + stats[a, r], 1.0 / (rate[a, r] + likelihood_rate[r]))
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def sample_mode(F, offsets, mode, stats, prior_rate, exposure):
-    r"""Draw every row of one mode from its Gamma conditional, in place.
-
-    ``F[offsets[mode] + i, r] ~ Gamma(1 + stats[offsets[mode] + i, r],
-    rate = prior_rate + exposure * prod_{m != mode} sum_i F^(m)[i, r])``
-    (shape, rate), in row-major order. ``exposure = 1.0`` is the ordinary
-    posterior; an exposure :math:`s \in [0, 1]` is the posterior of the
-    likelihood's intensity scaled by :math:`s` (the sources ``stats`` then
-    come from data observed under that exposure).
-    """
-    rate = _conditional_rate(_mode_sums(F, offsets), mode, prior_rate, exposure)
-    _draw_rows(F, offsets[mode], offsets[mode + 1], stats, rate, 0)
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _scale_component(F, first_row, end_row, r, factor):
-    for a in range(first_row, end_row):
-        F[a, r] *= factor
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _rescale_pair(F, offsets, m1, m2, lam1, lam2):
-    r"""A Metropolis move of each component along :math:`(e^{u} f^{(m_1)}_r, e^{-u} f^{(m_2)}_r)`.
+def scale_moves(F, offsets, first_mode, shape, rate, n_steps):
+    r"""Metropolis moves of each component along :math:`(e^{u} f^{(m)}_r, e^{-u} f^{(m+1)}_r)`, for every pair
+    of consecutive modes from ``first_mode`` on, in order.
 
     The likelihood depends on the product of a component's factors only, so
     the Gibbs steps, whose conditionals are narrow when counts are large,
-    crawl along this ridge. For :math:`u` the target is (Liu & Sabatti 2000,
-    generalised Gibbs with the Haar measure of the scaling group)
-    :math:`g(u) = d\,u - \alpha e^u - \beta e^{-u}`, :math:`d = I_1 - I_2`,
-    :math:`\alpha = \lambda_1 \sum_i f^{(m_1)}_{ir}`,
-    :math:`\beta = \lambda_2 \sum_i f^{(m_2)}_{ir}`: log-concave, with
-    curvature :math:`\sqrt{d^2 + 4\alpha\beta}` at its mode. The move leaves
-    :math:`\alpha\beta` unchanged, so that curvature, which sets the
-    random-walk step, is the same before and after it: the proposal is
-    symmetric and the Metropolis test needs no Hastings term.
+    crawl along these ridges. With the factors' Gamma part ``shape``,
+    ``rate`` (as :func:`draw_rows`'s), the target of :math:`u` is (Liu &
+    Sabatti 2000, generalised Gibbs with the Haar measure of the scaling
+    group) :math:`g(u) = d\,u - a (e^u - 1) - b (e^{-u} - 1)`, :math:`d` the
+    summed shapes of mode :math:`m` less those of mode :math:`m + 1` (the
+    shapes' :math:`-1` cancels the Jacobian of the scaling; for the
+    exponential prior :math:`d = I_m - I_{m+1}`), :math:`a, b` the summed rates
+    times the factors of each mode: log-concave, with curvature
+    :math:`\sqrt{d^2 + 4ab}` at its mode. A move leaves :math:`ab` unchanged,
+    so that curvature, which sets the random-walk step, is the same all
+    along the ridge: the proposal is symmetric and the Metropolis test needs
+    no Hastings term. Each component takes ``n_steps`` steps, each O(1) since
+    :math:`a, b` scale with :math:`e^{\pm u}`.
     """
-    lo1, hi1 = offsets[m1], offsets[m1 + 1]
-    lo2, hi2 = offsets[m2], offsets[m2 + 1]
-    d = (hi1 - lo1) - (hi2 - lo2)
-    sums1 = column_sums(F[lo1:hi1])
-    sums2 = column_sums(F[lo2:hi2])
-    for r in range(F.shape[1]):
-        a = lam1 * sums1[r]
-        b = lam2 * sums2[r]
-        step = SCALE_STEP / math.sqrt(math.sqrt(d * d + 4.0 * a * b) + 1e-300)
-        u = np.random.standard_normal() * step
-        log_ratio = d * u - a * (math.exp(u) - 1.0) - b * (math.exp(-u) - 1.0)
-        if math.log(np.random.random()) < log_ratio:
-            _scale_component(F, lo1, hi1, r, math.exp(u))
-            _scale_component(F, lo2, hi2, r, math.exp(-u))
+    for m in range(first_mode, offsets.shape[0] - 2):
+        for r in range(F.shape[1]):
+            d = 0.0
+            a = 0.0
+            b = 0.0
+            for row in range(offsets[m], offsets[m + 1]):
+                d += shape[row, r]
+                a += rate[row, r] * F[row, r]
+            for row in range(offsets[m + 1], offsets[m + 2]):
+                d -= shape[row, r]
+                b += rate[row, r] * F[row, r]
+            step = SCALE_STEP / math.sqrt(math.sqrt(d * d + 4.0 * a * b) + 1e-300)
+            total = 0.0
+            for _ in range(n_steps):
+                u = np.random.standard_normal() * step
+                up = math.exp(u)
+                if math.log(np.random.random()) < d * u - a * (up - 1.0) - b * (1.0 / up - 1.0):
+                    total += u
+                    a *= up
+                    b /= up
+            if total != 0.0:
+                up = math.exp(total)
+                for row in range(offsets[m], offsets[m + 1]):
+                    F[row, r] *= up
+                for row in range(offsets[m + 1], offsets[m + 2]):
+                    F[row, r] /= up
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _rescale_three(F, offsets, lams):
-    r"""A Metropolis move of each component along its three-way scale ridge.
+def modal_scales(dims, coefs):
+    r"""The most probable scales :math:`c_m`, :math:`\prod_m c_m = 1`, of one component's factors.
 
-    The ridge is :math:`(e^{u_1} a_r, e^{u_2} b_r, e^{-u_1-u_2} c_r)`.
-
-    The target of :math:`(u_1, u_2)` (Haar measure :math:`du_1\,du_2`; the
-    Jacobian is :math:`e^{I u_1 + J u_2 - K(u_1 + u_2)}`) is
-    :math:`g = (I - K)u_1 + (J - K)u_2 - \alpha e^{u_1} - \beta e^{u_2} - \gamma e^{-u_1-u_2}`
-    with :math:`\alpha = \lambda_a \sum_i a_{ir}` etc. The random-walk step is
-    set by :math:`(\alpha\beta\gamma)^{1/3}` and the dimensions, which the
-    move leaves unchanged, so the proposal is symmetric.
+    Under the exponential priors the factors :math:`c_m f^{(m)}_r` (the
+    rank-one term unchanged) have the log density
+    :math:`\sum_m (I_m \log c_m - \kappa_m c_m)`, ``dims`` the :math:`I_m`
+    and ``coefs`` the :math:`\kappa_m = \lambda_m \sum_i f^{(m)}_{ir}`. At its
+    mode :math:`x_m = \kappa_m c_m = z + I_m - I_N` with :math:`z = x_N`, and
+    :math:`\prod_m x_m = \prod_m \kappa_m`: :math:`z` is the one root above
+    :math:`\max_m (I_N - I_m)` of that increasing, convex polynomial, found
+    by Newton's method from the right.
     """
-    I = offsets[1] - offsets[0]
-    J = offsets[2] - offsets[1]
-    K = offsets[3] - offsets[2]
-    sa = column_sums(F[offsets[0] : offsets[1]])
-    sb = column_sums(F[offsets[1] : offsets[2]])
-    sc = column_sums(F[offsets[2] : offsets[3]])
-    for r in range(F.shape[1]):
-        a = lams[0] * sa[r]
-        b = lams[1] * sb[r]
-        c = lams[2] * sc[r]
-        curvature = 2.0 * (a * b * c) ** (1.0 / 3.0) + 0.5 * (abs(I - K) + abs(J - K))
-        scale = SCALE_STEP / math.sqrt(curvature + 1e-300)
-        u1 = np.random.standard_normal() * scale
-        u2 = np.random.standard_normal() * scale
-        log_ratio = ((I - K) * u1 + (J - K) * u2 - a * (math.exp(u1) - 1.0)
-                     - b * (math.exp(u2) - 1.0) - c * (math.exp(-u1 - u2) - 1.0))
-        if math.log(np.random.random()) < log_ratio:
-            _scale_component(F, offsets[0], offsets[1], r, math.exp(u1))
-            _scale_component(F, offsets[1], offsets[2], r, math.exp(u2))
-            _scale_component(F, offsets[2], offsets[3], r, math.exp(-u1 - u2))
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _modal_scale(dim_difference, a, b):
-    r"""The most probable :math:`c` for :math:`(c\,w_r, h_r / c)` given :math:`w_r h_r^\top`.
-
-    The mode of :math:`g(u)` of :func:`_rescale_pair`:
-    :math:`a e^{2u} - (I - J) e^u - b = 0`.
-    """
-    if a <= 0.0 or b <= 0.0:
-        return 1.0
-    return (dim_difference + math.sqrt(dim_difference * dim_difference + 4.0 * a * b)) / (2.0 * a)
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def modal_scales(dims, a, b, c):
-    r"""The most probable :math:`(c_1, c_2, c_3)`, :math:`c_1 c_2 c_3 = 1`, for one component.
-
-    The mode of :math:`g(u_1, u_2)` of :func:`_rescale_three`: with
-    :math:`x = a e^{u_1}`, :math:`y = b e^{u_2}`, :math:`z = c e^{-u_1-u_2}`
-    it solves :math:`x = z + (I - K)`, :math:`y = z + (J - K)`, :math:`xyz = abc`:
-    the one root of the increasing, convex cubic :math:`z(z + d_1)(z + d_2) - abc`
-    above :math:`\max(0, -d_1, -d_2)`, by Newton's method from the right.
-    ``dims`` is ``(I, J, K)``; ``a, b, c`` are :math:`\lambda_a \sum_i a_{ir}` etc.
-    """
-    if a <= 0.0 or b <= 0.0 or c <= 0.0:
-        return 1.0, 1.0, 1.0
-    d1 = float(dims[0] - dims[2])
-    d2 = float(dims[1] - dims[2])
-    P = a * b * c
-    z = max(0.0, -d1, -d2) + P ** (1.0 / 3.0)
+    if np.any(coefs <= 0.0):
+        return np.ones(dims.shape[0])
+    d = (dims - dims[-1]).astype(np.float64)
+    target = np.prod(coefs)
+    z = -d.min() + target ** (1.0 / dims.shape[0])
     for _ in range(200):
-        f = z * (z + d1) * (z + d2) - P
-        df = (z + d1) * (z + d2) + z * (z + d2) + z * (z + d1)
-        step = f / df
+        f = 1.0
+        df = 0.0
+        for m in range(d.shape[0]):
+            df = df * (z + d[m]) + f
+            f *= z + d[m]
+        step = (f - target) / df
         z -= step
         if abs(step) <= 1e-15 * z:
             break
-    return (z + d1) / a, (z + d2) / b, z / c
+    return (z + d) / coefs
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _add_gauged(F, offsets, lams, sums, total):
-    r"""Add ``F`` (two or three modes) to ``total``, each component first moved to its most probable scale.
+def _add_gauged(F, offsets, prior_rates, total):
+    """Add ``F`` to ``total``, each component first moved to its most probable scale (:func:`modal_scales`).
 
-    A mean in that gauge lies near the ridge of equal products, a plain mean
-    inside its bend. Two modes: :func:`_modal_scale`; three: :func:`modal_scales`.
+    A mean in that gauge lies near the ridge of equal products, a plain mean inside its bend.
     """
     dims = offsets[1:] - offsets[:-1]
+    sums = _mode_sums(F, offsets)
     for r in range(F.shape[1]):
-        if offsets.shape[0] == 3:
-            c = _modal_scale(dims[0] - dims[1], lams[0] * sums[0, r], lams[1] * sums[1, r])
-            scales = (c, 1.0 / c, 1.0)
-        else:
-            scales = modal_scales(dims, lams[0] * sums[0, r], lams[1] * sums[1, r], lams[2] * sums[2, r])
-        for m in range(offsets.shape[0] - 1):
+        scales = modal_scales(dims, prior_rates * sums[:, r])
+        for m in range(dims.shape[0]):
             for a in range(offsets[m], offsets[m + 1]):
                 total[a, r] += F[a, r] * scales[m]
 
@@ -372,24 +325,33 @@ def match_components(cost, perms):
                 best = total
                 order[:] = perms[p]
         return order
-    used_r = np.zeros(n_components, dtype=np.bool_)
-    used_c = np.zeros(n_components, dtype=np.bool_)
+    cost = cost.copy()
     for _ in range(n_components):
-        best = np.inf
-        best_r = 0
-        best_c = 0
-        for r in range(n_components):
-            if used_r[r]:
-                continue
-            for c in range(n_components):
-                if not used_c[c] and cost[r, c] < best:
-                    best = cost[r, c]
-                    best_r = r
-                    best_c = c
-        used_r[best_r] = True
-        used_c[best_c] = True
-        order[best_c] = best_r
+        k = np.argmin(cost)
+        r, c = k // n_components, k % n_components
+        order[c] = r
+        cost[r, :] = np.inf
+        cost[:, c] = np.inf
     return order
+
+
+def relabel_permutations(n_components):
+    """The permutations :func:`relabel_to` searches: all :math:`R!` up to ``MAX_EXACT_RELABEL_RANK``, else none
+    (``(0, R)``: greedy matching)."""
+    perms = list(permutations(range(n_components))) if n_components <= MAX_EXACT_RELABEL_RANK else []
+    return np.array(perms, dtype=np.int64).reshape(-1, n_components)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _term_products(A, B, offsets):
+    r"""``(R, R)``: the inner products :math:`\prod_m \langle a^{(m)}_r, b^{(m)}_c \rangle` of the rank-one
+    terms of the stacked factors ``A`` and ``B``."""
+    out = np.ones((A.shape[1], B.shape[1]))
+    for m in range(offsets.shape[0] - 1):
+        for r in range(A.shape[1]):
+            for c in range(B.shape[1]):
+                out[r, c] *= np.sum(A[offsets[m] : offsets[m + 1], r] * B[offsets[m] : offsets[m + 1], c])
+    return out
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -405,26 +367,11 @@ def relabel_to(F, offsets, ref, perms):
     relabelling after every sweep makes the chain sample the posterior folded
     onto the reference's labelling, :math:`R!\,p` on the region nearest to it.
     """
-    n_modes = offsets.shape[0] - 1
-    n_components = F.shape[1]
-    own = np.zeros(n_components)
-    other = np.zeros(n_components)
-    cost = np.empty((n_components, n_components))
-    for r in range(n_components):
-        own[r] = np.sum(F[offsets[0] : offsets[1], r] ** 2)
-        other[r] = np.sum(ref[offsets[0] : offsets[1], r] ** 2)
-        for m in range(1, n_modes):
-            own[r] *= np.sum(F[offsets[m] : offsets[m + 1], r] ** 2)
-            other[r] *= np.sum(ref[offsets[m] : offsets[m + 1], r] ** 2)
-    for r in range(n_components):
-        for c in range(n_components):
-            cross = np.sum(F[offsets[0] : offsets[1], r] * ref[offsets[0] : offsets[1], c])
-            for m in range(1, n_modes):
-                lo, hi = offsets[m], offsets[m + 1]
-                cross *= np.sum(F[lo:hi, r] * ref[lo:hi, c])
-            cost[r, c] = own[r] + other[c] - 2.0 * cross
+    own = _term_products(F, F, offsets)
+    other = _term_products(ref, ref, offsets)
+    cost = np.diag(own).reshape(-1, 1) + np.diag(other).reshape(1, -1) - 2.0 * _term_products(F, ref, offsets)
     order = match_components(cost, perms)
-    if np.all(order == np.arange(n_components)):
+    if np.all(order == np.arange(F.shape[1])):
         return 0
     F[:, :] = F[:, order].copy()
     return 1
@@ -437,15 +384,6 @@ def _log_gamma_density(x, s, rate):
     if s > 0:
         out += s * math.log(x)
     return out
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def row_log_gamma_density(point, stats, rate, a):
-    r""":math:`\sum_r \log \mathcal{G}(P_{ar};\ 1 + s_{ar},\ b_r)` (shape, rate) for row ``a``."""
-    total = 0.0
-    for r in range(point.shape[1]):
-        total += _log_gamma_density(point[a, r], stats[a, r], rate[r])
-    return total
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -477,11 +415,11 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
     target : float64 array
         The point's factor of mode ``stage``; a ``(0, 0)`` array records nothing.
     ref : float64 array of shape (D, R) or (0, 0)
-        When no row is held (``stage = 0``, ``n_held = 0``), every sweep ends
-        with the scale moves of all modes and by permuting the components to
-        match this reference (:func:`relabel_to`); a ``(0, 0)`` array switches
-        the relabelling off. When only the first mode is held and two are
-        free, the sweep ends with the scale move of those two.
+        Every sweep ends with the scale moves (:func:`scale_moves`) of the
+        modes from the first with no row held on, and, when no row is held
+        (``stage = 0``, ``n_held = 0``), by permuting the components to match
+        this reference (:func:`relabel_to`); a ``(0, 0)`` array switches the
+        relabelling off.
     perms : int64 array of shape (R!, R) or (0, R)
         The permutations :func:`relabel_to` searches; none: greedy matching.
 
@@ -503,55 +441,41 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
     """
     np.random.seed(seed)
     n_modes = offsets.shape[0] - 1
-    n_components = F.shape[1]
     last = n_modes - 1
     F = F.copy()
     stats = np.zeros(F.shape, dtype=np.int64)
+    prior_shape = np.ones_like(F)
+    prior_rate = np.empty_like(F)
+    for m in range(n_modes):
+        prior_rate[offsets[m] : offsets[m + 1]] = prior_rates[m]
     log_likelihood = np.empty(n_sweeps)
     lo, hi = offsets[stage], offsets[stage + 1]
-    if target.size == 0:
-        n_units = 0
-    elif stage == last:
-        n_units = hi - lo
-    else:
-        n_units = record_end - n_held
+    n_units = 0 if target.size == 0 else (hi - lo if stage == last else record_end - n_held)
     unit_log_density = np.zeros((n_sweeps, n_units))
     F_mean = np.zeros_like(F)
     # The first mode with nothing held: the scale moves act on it and the modes after it.
     first_free_mode = stage if stage < last and n_held == 0 else stage + 1
-    n_free = n_modes - first_free_mode
     relabel = ref.size > 0 and first_free_mode == 0
     n_relabelled = 0
     for sweep in range(n_sweeps):
-        sums = _mode_sums(F, offsets)
-        _add_gauged(F, offsets, prior_rates, sums, F_mean)
-        total_v = 0.0
-        for r in range(n_components):
-            term = sums[0, r]
-            for m in range(1, n_modes):
-                term *= sums[m, r]
-            total_v += term
-        log_likelihood[sweep] = sample_sources(idx, counts, F, stats) - total_v
+        _add_gauged(F, offsets, prior_rates, F_mean)
+        log_likelihood[sweep] = sample_sources(idx, counts, F, stats) - summed_intensity(F, offsets)
         for m in range(stage, n_modes):
-            rate = _conditional_rate(sums, m, prior_rates[m], 1.0)
+            other = likelihood_rates(F, offsets, m, 1.0)
+            first_row, first_component = offsets[m], 0
             if m == stage and stage < last:
+                first_row += n_held
                 for u in range(n_units):
-                    unit_log_density[sweep, u] = row_log_gamma_density(target, stats[lo:hi], rate, n_held + u)
-                _draw_rows(F, lo + n_held, hi, stats, rate, 0)
+                    for r in range(F.shape[1]):
+                        unit_log_density[sweep, u] += _log_gamma_density(
+                            target[n_held + u, r], stats[first_row + u, r], prior_rates[m] + other[r])
             elif m == stage:
+                first_component = n_held
                 for u in range(n_units):
                     unit_log_density[sweep, u] = _log_gamma_density(
-                        target[u, n_held], stats[lo + u, n_held], rate[n_held]
-                    )
-                _draw_rows(F, lo, hi, stats, rate, n_held)
-            else:
-                _draw_rows(F, offsets[m], offsets[m + 1], stats, rate, 0)
-            sums[m] = column_sums(F[offsets[m] : offsets[m + 1]])
-        if n_free == 3:
-            _rescale_three(F, offsets, prior_rates)
-        elif n_free == 2:
-            m1 = first_free_mode
-            _rescale_pair(F, offsets, m1, m1 + 1, prior_rates[m1], prior_rates[m1 + 1])
+                        target[u, n_held], stats[lo + u, n_held], prior_rates[m] + other[n_held])
+            draw_rows(F, first_row, offsets[m + 1], first_component, stats, prior_shape, prior_rate, other)
+        scale_moves(F, offsets, first_free_mode, prior_shape, prior_rate, 1)
         if relabel:
             n_relabelled += relabel_to(F, offsets, ref, perms)
     if n_sweeps > 0:

@@ -4,13 +4,15 @@ Model: :math:`x_e \sim \mathcal{PO}(V_e)`, :math:`V_e = \sum_r \prod_m F^{(m)}_{
 every factor entry :math:`\sim \mathcal{E}(\lambda_m)`. Every count unit gets
 an arrival time on (0, 1); the target at time :math:`s` is the posterior of
 the units arrived by :math:`s`, :math:`y(s)`, under the exposure :math:`s`:
-:math:`\gamma_s(\theta) = p(\theta) \prod_e \mathcal{PO}(y_e(s);\ s V_e(\theta))`.
-The latent-source Gibbs sweep with the rates
-:math:`\lambda_m + s \prod_{m' \ne m} \sum_i F^{(m')}_{ir}` leaves each
-:math:`\gamma_s` exactly invariant (:func:`move_particles`); going from
-:math:`(y, s)` to :math:`(y', s')` multiplies a particle's weight by
-:math:`\prod_e V_e^{y'_e - y_e}\, e^{-(s' - s) \sum_e V_e}` times a factor
-shared by all particles (:func:`log_intensity_block`, :func:`next_stop`).
+:math:`\gamma_s(\theta) = q(\theta)^{1-s} p(\theta)^s \prod_e \mathcal{PO}(y_e(s);\ s V_e(\theta))`,
+:math:`q` a reference (a product of Gammas, symmetrised over the labellings
+of the components; the prior itself for the path from the prior). The
+latent-source Gibbs sweep leaves each :math:`\gamma_s` exactly invariant
+(:func:`move_particles`); going from :math:`(y, s)` to :math:`(y', s')`
+multiplies a particle's weight by
+:math:`\prod_e V_e^{y'_e - y_e}\, e^{-(s' - s) \sum_e V_e}`
+(:func:`log_intensity_block`, :func:`next_stop`) times the reference's part
+(:func:`reference_weights`) and a factor shared by all particles.
 
 Layout: the factors of a particle are stacked into one ``(D, R)`` array,
 :math:`D = \sum_m I_m`, mode ``m`` in rows ``offsets[m]:offsets[m+1]``; the
@@ -29,52 +31,21 @@ import numpy as np
 from numba import njit, prange
 
 from ..._config import FASTMATH
-from .gibbs import SCALE_STEP, _conditional_rate, _mode_sums, _rescale_pair, sample_mode, sample_sources
+from .gibbs import draw_rows, entry_intensities, likelihood_rates, sample_sources, scale_moves, summed_intensity
 
-__all__ = [
-    "log_intensity_block",
-    "move_particles",
-    "move_particles_referenced",
-    "next_stop",
-    "reference_weights",
-    "total_intensity",
-]
+__all__ = ["log_intensity_block", "move_particles", "next_stop", "reference_weights", "total_intensity"]
 
-
-@njit(cache=True, fastmath=FASTMATH)
-def _total(sums):
-    r""":math:`\sum_e V_e = \sum_r \prod_m (\text{column sum of mode } m)_r`, from the ``(N, R)`` mode sums."""
-    total = 0.0
-    for r in range(sums.shape[1]):
-        prod = 1.0
-        for m in range(sums.shape[0]):
-            prod *= sums[m, r]
-        total += prod
-    return total
+#: Metropolis steps along a component's scale ridge per sweep (each costs O(1)).
+_RIDGE_STEPS = 16
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
 def total_intensity(particles, offsets):
     r"""``(P,)``: :math:`\sum_e V_e` over every entry of the array, zeros included, per particle."""
-    n_particles = particles.shape[0]
-    out = np.empty(n_particles)
-    for p in prange(n_particles):
-        out[p] = _total(_mode_sums(particles[p], offsets))
+    out = np.empty(particles.shape[0])
+    for p in prange(particles.shape[0]):
+        out[p] = summed_intensity(particles[p], offsets)
     return out
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _intensities(F, idx, e, q):
-    """``q[r] = prod_m F[idx[e, m], r]``, the components' intensities at entry ``e``; returns their sum."""
-    n_modes = idx.shape[1]
-    total = 0.0
-    for r in range(F.shape[1]):
-        prod = F[idx[e, 0], r]
-        for m in range(1, n_modes):
-            prod *= F[idx[e, m], r]
-        q[r] = prod
-        total += prod
-    return total
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
@@ -87,7 +58,7 @@ def log_intensity_block(particles, idx, entries, out):
     q = np.empty((particles.shape[0], particles.shape[2]))
     for p in prange(particles.shape[0]):
         for u in range(entries.shape[0]):
-            out[p, u] = math.log(_intensities(particles[p], idx, entries[u], q[p]))
+            out[p, u] = math.log(entry_intensities(particles[p], idx, entries[u], q[p]))
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -96,19 +67,11 @@ def _log_ess(log_w):
 
     :func:`~skevidence.evidence._stderr.effective_sample_size` compiled, for :func:`next_stop`'s scan.
     """
-    peak = -np.inf
-    for p in range(log_w.shape[0]):
-        if log_w[p] > peak:
-            peak = log_w[p]
+    peak = log_w.max()
     if peak == -np.inf:
         return -np.inf
-    s1 = 0.0
-    s2 = 0.0
-    for p in range(log_w.shape[0]):
-        w = math.exp(log_w[p] - peak)
-        s1 += w
-        s2 += w * w
-    return 2.0 * math.log(s1) - math.log(s2)
+    w = np.exp(log_w - peak)
+    return 2.0 * math.log(w.sum()) - math.log(np.sum(w * w))
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -143,101 +106,6 @@ def next_stop(log_v, times, s, total_v, sum_log_v, min_log_ess, must_add):
     return accepted
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def move_particles(particles, offsets, idx, counts, prior_rates, exposure, n_sweeps, seeds):
-    r"""``n_sweeps`` Gibbs sweeps of every particle at the target :math:`\gamma_s`.
-
-    Parameters
-    ----------
-    particles : float64 array of shape (P, D, R)
-        Updated in place.
-    offsets : int64 array of shape (n_modes + 1,)
-    idx : int64 array of shape (n, n_modes)
-        The entries with arrived units.
-    counts : int64 array of shape (n,)
-        Their arrived units, :math:`y_e(s)`.
-    prior_rates : float64 array of shape (n_modes,)
-    exposure : float
-        :math:`s`.
-    n_sweeps : int
-    seeds : int64 array of shape (P,)
-        Seed of numba's ``np.random`` for each particle's move.
-
-    Notes
-    -----
-    A sweep is the S-step (the sources of the arrived units given the
-    factors, :func:`~skevidence.cp.kernels.gibbs.sample_sources`), a draw of
-    each mode's factor given the sources and the other modes (modes in order,
-    :func:`~skevidence.cp.kernels.gibbs.sample_mode` at the exposure), then a
-    Metropolis move along every component's scale ridge between consecutive
-    modes (:func:`~skevidence.cp.kernels.gibbs._rescale_pair`), which leaves
-    every intensity, so the likelihood at any exposure, unchanged.
-    """
-    n_particles, n_rows, R = particles.shape
-    n_modes = offsets.shape[0] - 1
-    for p in prange(n_particles):
-        np.random.seed(seeds[p])
-        F = particles[p]
-        stats = np.empty((n_rows, R), dtype=np.int64)
-        for _ in range(n_sweeps):
-            sample_sources(idx, counts, F, stats)
-            for m in range(n_modes):
-                sample_mode(F, offsets, m, stats, prior_rates[m], exposure)
-            for m in range(n_modes - 1):
-                _rescale_pair(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1])
-
-
-#: Metropolis steps along a component's scale ridge per sweep (each costs O(1)).
-_RIDGE_STEPS = 16
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _ridge_referenced(F, offsets, m1, m2, lam1, lam2, exposure, alpha, beta, perm):
-    r"""A Metropolis move of each component along :math:`(e^u f^{(m_1)}_r, e^{-u} f^{(m_2)}_r)`.
-
-    The intensities, so the likelihood at any exposure, do not change along
-    this ridge; the target of :math:`u` is the reference-and-prior part
-    :math:`g(u) = (A_1 - A_2) u - a (e^u - 1) - b (e^{-u} - 1)`, with
-    :math:`A` the summed shapes :math:`1 + (1 - s)(\alpha - 1)` and
-    :math:`a, b` the summed rates :math:`(1 - s)\beta + s\lambda` times the
-    factors of each mode (the shapes' :math:`-1` cancels the Jacobian of the
-    scaling). Its curvature at the mode, :math:`\sqrt{(A_1 - A_2)^2 + 4ab}`, is
-    the same all along the ridge and sets the step of ``_RIDGE_STEPS``
-    random-walk steps, each O(1) since :math:`a, b` scale with :math:`e^{\pm u}`.
-    """
-    w = 1.0 - exposure
-    for r in range(F.shape[1]):
-        c = perm[r]
-        shape1 = 0.0
-        a = 0.0
-        for row in range(offsets[m1], offsets[m1 + 1]):
-            shape1 += 1.0 + w * (alpha[row, c] - 1.0)
-            a += (w * beta[row, c] + exposure * lam1) * F[row, r]
-        shape2 = 0.0
-        b = 0.0
-        for row in range(offsets[m2], offsets[m2 + 1]):
-            shape2 += 1.0 + w * (alpha[row, c] - 1.0)
-            b += (w * beta[row, c] + exposure * lam2) * F[row, r]
-        # ab, hence the step, is the same all along the ridge: the walk is symmetric.
-        d = shape1 - shape2
-        step = SCALE_STEP / math.sqrt(math.sqrt(d * d + 4.0 * a * b) + 1e-300)
-        total = 0.0
-        for _ in range(_RIDGE_STEPS):
-            u = np.random.standard_normal() * step
-            up = math.exp(u)
-            log_ratio = d * u - a * (up - 1.0) - b * (1.0 / up - 1.0)
-            if math.log(np.random.random()) < log_ratio:
-                total += u
-                a *= up
-                b /= up
-        if total != 0.0:
-            up = math.exp(total)
-            for row in range(offsets[m1], offsets[m1 + 1]):
-                F[row, r] *= up
-            for row in range(offsets[m2], offsets[m2 + 1]):
-                F[row, r] /= up
-
-
 @njit(cache=True, fastmath=FASTMATH)
 def _label_scores(F, alpha, beta, scores):
     r"""``scores[r, c]`` :math:`= \sum_a (\alpha_{ac} - 1)\log F_{ar} - \beta_{ac} F_{ar}`.
@@ -246,9 +114,7 @@ def _label_scores(F, alpha, beta, scores):
     constant that no labelling changes.
     """
     R = F.shape[1]
-    for r in range(R):
-        for c in range(R):
-            scores[r, c] = 0.0
+    scores[:] = 0.0
     for a in range(F.shape[0]):
         for r in range(R):
             f = F[a, r]
@@ -260,18 +126,13 @@ def _label_scores(F, alpha, beta, scores):
 @njit(cache=True, fastmath=FASTMATH)
 def _labelling_logits(scores, perms, weight, out):
     """``out[k] = weight * sum_r scores[r, perms[k, r]]`` for every labelling; returns their log-sum-exp."""
-    peak = -np.inf
     for k in range(perms.shape[0]):
         total = 0.0
         for r in range(perms.shape[1]):
             total += scores[r, perms[k, r]]
         out[k] = weight * total
-        if out[k] > peak:
-            peak = out[k]
-    acc = 0.0
-    for k in range(perms.shape[0]):
-        acc += math.exp(out[k] - peak)
-    return peak + math.log(acc)
+    peak = out.max()
+    return peak + math.log(np.sum(np.exp(out - peak)))
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
@@ -279,14 +140,14 @@ def reference_weights(particles, offsets, prior_rates, alpha, beta, perms, expos
     r"""The reference-and-prior part of a step's log-weight, and its slope in the exposure.
 
     With the labelling summed out, the target's non-likelihood part at
-    exposure :math:`s` is :math:`p(\theta)^s \frac{1}{R!}\sum_\sigma q_\sigma(\theta)^{1-s}`.
+    exposure :math:`s` is :math:`p(\theta)^s \frac{1}{L}\sum_\sigma q_\sigma(\theta)^{1-s}` over the
+    :math:`L` labellings ``perms`` (``(L, R)``, as :func:`move_particles`'s).
     ``out[p]`` is its log-change from ``exposure`` to ``new_exposure`` less
     the constants (:math:`\Delta s \sum \log\lambda` and
     :math:`-\Delta s \sum(\alpha\log\beta - \log\Gamma(\alpha))`, added once
     at the end); ``slope[p]`` is minus its derivative at ``exposure``
     (:math:`\lambda \sum F + E_{\sigma\mid\theta}[\log q_\sigma]` less the
-    constant), which the search for the next stop uses. ``perms`` holds
-    every labelling, ``(R!, R)``.
+    constant), which the search for the next stop uses.
     """
     n_particles, _, R = particles.shape
     n_modes = offsets.shape[0] - 1
@@ -294,44 +155,68 @@ def reference_weights(particles, offsets, prior_rates, alpha, beta, perms, expos
         F = particles[p]
         prior = 0.0
         for m in range(n_modes):
-            lam = prior_rates[m]
-            for a in range(offsets[m], offsets[m + 1]):
-                for r in range(R):
-                    prior += lam * F[a, r]
+            prior += prior_rates[m] * np.sum(F[offsets[m] : offsets[m + 1]])
         scores = np.empty((R, R))
         _label_scores(F, alpha, beta, scores)
         logits = np.empty(perms.shape[0])
         lse_new = _labelling_logits(scores, perms, 1.0 - new_exposure, logits)
         lse = _labelling_logits(scores, perms, 1.0 - exposure, logits)
-        mean = 0.0
-        for k in range(perms.shape[0]):
-            mean += math.exp(logits[k] - lse) * logits[k]
+        mean = np.sum(np.exp(logits - lse) * logits)
         out[p] = lse_new - lse - (new_exposure - exposure) * prior
         slope[p] = prior + (mean / (1.0 - exposure) if exposure < 1.0 else 0.0)
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
-def move_particles_referenced(particles, offsets, idx, counts, prior_rates, alpha, beta, perms, exposure,
-                              n_sweeps, seeds):  # fmt: skip
-    r"""``n_sweeps`` Gibbs sweeps of every particle at the referenced target at exposure :math:`s`.
+def move_particles(particles, offsets, idx, counts, prior_rates, alpha, beta, perms, exposure, n_sweeps, seeds):
+    r"""``n_sweeps`` Gibbs sweeps of every particle at the target at exposure :math:`s`.
 
     The target is :math:`q_\sigma(\theta)^{1-s}\, p(\theta)^s
     \prod_e \mathcal{PO}(y_e(s);\ s V_e(\theta))`: the reference and the
     prior are products of Gammas, so their geometric mix is one too, and
     given the sources each factor entry is
     :math:`\mathrm{Gamma}(1 + (1-s)(\alpha - 1) + S,\ (1-s)\beta + s\lambda + s \prod_{m'}\textstyle\sum)`.
-    Arguments as :func:`move_particles`, plus the reference's ``alpha``,
-    ``beta`` (``(D, R)``) and every labelling of the components, ``perms``
-    (``(R!, R)``). A sweep draws the labelling :math:`\sigma` from its
-    conditional (:math:`\propto q_\sigma(\theta)^{1-s}`), then the S-step, each
-    mode's draw given :math:`\sigma`, and a Metropolis move along every
-    component's scale ridge between consecutive modes. The labelling is
-    redrawn at every sweep, not kept, so the particles' weights can sum it
-    out (:func:`reference_weights`).
+
+    Parameters
+    ----------
+    particles : float64 array of shape (P, D, R)
+        Updated in place.
+    offsets : int64 array of shape (n_modes + 1,)
+    idx : int64 array of shape (n, n_modes)
+        The entries with arrived units.
+    counts : int64 array of shape (n,)
+        Their arrived units, :math:`y_e(s)`.
+    prior_rates : float64 array of shape (n_modes,)
+    alpha, beta : float64 arrays of shape (D, R)
+        The reference's shapes and rates (the prior's, 1 and :math:`\lambda`, for the path from the prior).
+    perms : int64 array of shape (L, R)
+        Every labelling of the components the reference is symmetrised over (all :math:`R!`, or the identity
+        alone for a symmetric reference).
+    exposure : float
+        :math:`s`.
+    n_sweeps : int
+    seeds : int64 array of shape (P,)
+        Seed of numba's ``np.random`` for each particle's move.
+
+    Notes
+    -----
+    A sweep draws the labelling :math:`\sigma` from its conditional
+    (:math:`\propto q_\sigma(\theta)^{1-s}`), then the S-step (the sources of
+    the arrived units given the factors,
+    :func:`~skevidence.cp.kernels.gibbs.sample_sources`), each mode's draw
+    given :math:`\sigma` (modes in order,
+    :func:`~skevidence.cp.kernels.gibbs.draw_rows`), and ``_RIDGE_STEPS``
+    Metropolis steps along every component's scale ridge between consecutive
+    modes (:func:`~skevidence.cp.kernels.gibbs.scale_moves`), which leave
+    every intensity, so the likelihood at any exposure, unchanged. The
+    labelling is redrawn at every sweep, not kept, so the particles' weights
+    can sum it out (:func:`reference_weights`).
     """
     n_particles, n_rows, R = particles.shape
     n_modes = offsets.shape[0] - 1
     w = 1.0 - exposure
+    row_rate = np.empty((n_rows, 1))
+    for m in range(n_modes):
+        row_rate[offsets[m] : offsets[m + 1]] = prior_rates[m]
     for p in prange(n_particles):
         np.random.seed(seeds[p])
         F = particles[p]
@@ -339,24 +224,16 @@ def move_particles_referenced(particles, offsets, idx, counts, prior_rates, alph
         scores = np.empty((R, R))
         logits = np.empty(perms.shape[0])
         for _ in range(n_sweeps):
-            # The labelling from its conditional given the factors, prop. to q_sigma^(1-s).
-            _label_scores(F, alpha, beta, scores)
-            lse = _labelling_logits(scores, perms, w, logits)
-            u = np.random.random()
             k = 0
-            acc = math.exp(logits[0] - lse)
-            while acc < u and k < perms.shape[0] - 1:
-                k += 1
-                acc += math.exp(logits[k] - lse)
-            perm = perms[k]
+            if perms.shape[0] > 1:
+                # The labelling from its conditional given the factors, prop. to q_sigma^(1-s).
+                _label_scores(F, alpha, beta, scores)
+                lse = _labelling_logits(scores, perms, w, logits)
+                k = min(np.searchsorted(np.cumsum(np.exp(logits - lse)), np.random.random()), perms.shape[0] - 1)
+            shape = 1.0 + w * (alpha[:, perms[k]] - 1.0)
+            rate = w * beta[:, perms[k]] + exposure * row_rate
             sample_sources(idx, counts, F, stats)
             for m in range(n_modes):
-                rate = _conditional_rate(_mode_sums(F, offsets), m, exposure * prior_rates[m], exposure)
-                for a in range(offsets[m], offsets[m + 1]):
-                    for r in range(R):
-                        c = perm[r]
-                        F[a, r] = np.random.gamma(1.0 + w * (alpha[a, c] - 1.0) + stats[a, r],
-                                                  1.0 / (w * beta[a, c] + rate[r]))
-            for m in range(n_modes - 1):
-                _ridge_referenced(F, offsets, m, m + 1, prior_rates[m], prior_rates[m + 1], exposure,
-                                  alpha, beta, perm)
+                other = likelihood_rates(F, offsets, m, exposure)
+                draw_rows(F, offsets[m], offsets[m + 1], 0, stats, shape, rate, other)
+            scale_moves(F, offsets, 0, shape, rate, _RIDGE_STEPS)
