@@ -48,7 +48,7 @@ def _run(X, factors, B, sparse, seed, kappa=0.0, **settings):
     F = np.concatenate(factors)
     result = run_chain(data, data.blocks(B), F, seed_seq=np.random.SeedSequence(seed), max_capped_fraction=1.0,
                        **settings)
-    return result, np.split(F, np.cumsum(X.shape)[:-1]), np.split(result.F_mean, np.cumsum(X.shape)[:-1])
+    return result, np.split(F, np.cumsum(X.shape)[:-1]), np.split(result.state_mean, np.cumsum(X.shape)[:-1])
 
 
 # --- the generator -----------------------------------------------------------------------------
@@ -344,7 +344,7 @@ def test_prior_scoring_matches_twin(shape, R, B, sparse):
     scores, means, last = naive_prior_scores(X, R, 7, bounds=data.blocks(B).bounds, prior_rates=rates,
                                              streams=_rng.seed_streams(np.random.SeedSequence(11), 2))
     assert_allclose(result.log_likelihood, scores, rtol=1e-10)
-    assert_allclose(result.F_mean, np.concatenate(means), rtol=1e-12)
+    assert_allclose(result.state_mean, np.concatenate(means), rtol=1e-12)
     assert_allclose(F, np.concatenate(last), rtol=1e-12)
     assert np.isnan(result.step_size) and result.n_likelihood_evaluations > 0
 

@@ -17,30 +17,28 @@ import numpy as np
 from .._config import DEFAULT_BLOCKS, STI_DEFAULTS
 from ..evidence.sti import sti_log_evidence as _sti
 from ..models._base import EvidenceModel
-from ..models._trace import ChainTrace
 from ..samplers import PSGLD, SGLD
 from .kernels.sgmcmc import run_chain, score_prior
 from .likelihood import likelihood_kappa
-from .model import check_prior_rates
 from .reference import as_data
 
 __all__ = ["CPModel", "sti_log_evidence"]
 
 
 class CPModel(EvidenceModel):
-    """The CP model as the STI driver sees it: prepared data, exact prior draws and a fused chain runner.
+    """The CP model as the STI driver sees it: prepared data, and its own chain runner.
+
+    The runner makes one fused kernel call a temperature; the state between
+    temperatures is the stacked factors.
 
     Parameters
     ----------
     n_components : int
-    prior_rates : tuple of float
-        One rate per mode.
+    prior_rates : float or tuple of float
+        One rate per mode (one for all).
     n_blocks : int
         Groups :math:`B` of every mode.
     """
-
-    exact_prior_sampling = True
-    nonnegative = True
 
     def __init__(self, n_components, prior_rates, n_blocks):
         self.n_components, self.prior_rates, self.n_blocks = n_components, prior_rates, n_blocks
@@ -52,18 +50,12 @@ class CPModel(EvidenceModel):
         return X.n_data
 
     def chain_runner(self, X, y, *, sampler, batch_size):
-        return _ChainRunner(self, X, sampler)
-
-
-class _ChainRunner:
-    """One fused kernel call a temperature; the state between temperatures is the stacked factors."""
-
-    def __init__(self, model, data, sampler):
         if not isinstance(sampler, (SGLD, PSGLD)):
             raise ValueError(f"The CP chains run SGLD or pSGLD inside their kernel; got the sampler {sampler!r}.")
-        self.model, self.data, self.sampler = model, data, sampler
-        self.blocks = data.blocks(model.n_blocks)
-        self.batch_size = max(1, data.n_data // model.n_blocks ** (len(data.shape) - 1))
+        self.data, self.sampler, self.blocks = X, sampler, X.blocks(self.n_blocks)
+        # A part of B blocks is the minibatch.
+        self.batch_size = max(1, X.n_data // self.n_blocks ** (len(X.shape) - 1))
+        return self
 
     def initial_state(self, rng):
         return None
@@ -71,18 +63,16 @@ class _ChainRunner:
     def run(self, state, temperature, *, n_samples, n_burnin, schedule, rng):
         """One chain at ``temperature`` from ``state``, updated in place; exact prior draws at ``t = 0``."""
         seed_seq = np.random.SeedSequence(rng.integers(2**63))
-        model, sampler = self.model, self.sampler
         if temperature == 0.0:  # the ladder's first rung
-            out, F = score_prior(self.data, self.blocks, model.n_components, n_samples - n_burnin,
-                                 prior_rates=model.prior_rates, seed_seq=seed_seq)
-            return F, ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, np.nan, None, out.F_mean)
+            trace, F = score_prior(self.data, self.blocks, self.n_components, n_samples - n_burnin,
+                                   prior_rates=self.prior_rates, seed_seq=seed_seq)
+            return F, trace
+        sampler = self.sampler
         psgld = (dict(alpha=sampler.alpha, sigma=sampler.sigma, freeze=sampler.adapt == "burnin")
                  if isinstance(sampler, PSGLD) else {})
-        out = run_chain(self.data, self.blocks, state, temperature=temperature, n_samples=n_samples,
-                        n_burnin=n_burnin, step_a=schedule.a, step_b=schedule.b, sampler=sampler.name,
-                        prior_rates=model.prior_rates, seed_seq=seed_seq, **psgld)
-        return state, ChainTrace(out.log_likelihood, out.n_likelihood_evaluations, out.step_size, None, out.F_mean,
-                                 out.capped_fraction)
+        return state, run_chain(self.data, self.blocks, state, temperature=temperature, n_samples=n_samples,
+                                n_burnin=n_burnin, step_a=schedule.a, step_b=schedule.b, sampler=sampler.name,
+                                prior_rates=self.prior_rates, seed_seq=seed_seq, **psgld)
 
 
 def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", likelihood_shape=1.0,
@@ -130,8 +120,8 @@ def sti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", 
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or not 1 <= B <= min(data.shape):
         raise ValueError(f"n_blocks must be 'auto' or an integer from 1 to {min(data.shape)} (every mode is cut "
                          f"into n_blocks non-empty groups), got {n_blocks!r}.")
-    rates = check_prior_rates(prior_rates, len(data.shape))
-    model = CPModel(int(n_components), rates, int(B))
+    # The kernels check the prior rates.
+    model = CPModel(int(n_components), prior_rates, int(B))
     result = _sti(model, data, temperatures=temperatures, ladder=ladder, n_samples=n_samples, n_burnin=n_burnin,
                   sampler=sampler, step_size=step_size, step_decay=step_decay, random_state=random_state,
                   verbose=verbose)

@@ -37,11 +37,11 @@ def minibatches(n_data, batch_size, rng):
             yield perm[start : start + batch_size]
 
 
-def _divergence(sampler, temperature, k, step_size, schedule, failure="(non-finite state) at"):
-    return SamplerDivergenceError(f"The {sampler.name} chain at temperature t={temperature:.4g} diverged {failure} "
-                                  f"iteration {k}, with step size {step_size:.3g}. Lower step_size (now "
-                                  f"a={schedule.a:.3g}), e.g. by a factor of 10.", temperature=temperature,
-                                  iteration=k, step_size=step_size)
+def divergence_error(sampler_name, temperature, k, step_size, a, failure="(non-finite state)"):
+    """The :class:`~skevidence.SamplerDivergenceError` of a chain that diverged (as ``failure`` says) at ``k``."""
+    return SamplerDivergenceError(f"The {sampler_name} chain at temperature t={temperature:.4g} diverged {failure} at "
+                                  f"iteration {k}, with step size {step_size:.3g}. Lower step_size (now a={a:.3g}), "
+                                  "e.g. by a factor of 10.", temperature=temperature, iteration=k, step_size=step_size)
 
 
 class GradientChainRunner:
@@ -77,18 +77,15 @@ class GradientChainRunner:
         """Run one chain at ``temperature`` from ``state``; see the module docstring."""
         batches = minibatches(self.n_data, self.batch_size, rng)
         if temperature == 0.0 and self.model.exact_prior_sampling:
-            return self._prior_draws(n_samples - n_burnin, batches, rng)
+            # The target is the prior: exact independent draws.
+            n_draws = n_samples - n_burnin
+            draws = np.asarray(self.model.sample_prior(rng, size=n_draws), dtype=np.float64)
+            kept = np.array([self.scale * self.model.log_likelihood(theta, *self._rows(next(batches))).sum()
+                             for theta in draws])
+            if not np.all(np.isfinite(kept)):
+                raise ValueError(NOT_FINITE_AT_PRIOR)
+            return draws[-1].copy(), ChainTrace(kept, n_draws * self.batch_size, np.nan, draws, draws.mean(axis=0))
         return self._run_chain(state, temperature, n_samples, n_burnin, schedule, batches, rng)
-
-    def _prior_draws(self, n_draws, batches, rng):
-        """At t = 0 the target is the prior: exact independent draws."""
-        model = self.model
-        draws = np.asarray(model.sample_prior(rng, size=n_draws), dtype=np.float64)
-        kept = np.array([self.scale * model.log_likelihood(theta, *self._rows(next(batches))).sum() for theta in draws])
-        if not np.all(np.isfinite(kept)):
-            raise ValueError(NOT_FINITE_AT_PRIOR)
-        trace = ChainTrace(kept, n_draws * self.batch_size, np.nan, draws, draws.mean(axis=0))
-        return draws[-1].copy(), trace
 
     @np.errstate(over="ignore", invalid="ignore")  # a diverging chain is caught by the finiteness checks
     def _run_chain(self, state, temperature, n_samples, n_burnin, schedule, batches, rng):
@@ -113,17 +110,17 @@ class GradientChainRunner:
             previous = theta
             theta = mirror(sampler.step(theta, grad, mean_lik_grad, step_size, rng, sampler_state), model.nonnegative)
             if not np.isfinite(theta).all():
-                raise _divergence(sampler, temperature, k, step_size, schedule)
+                raise divergence_error(sampler.name, temperature, k, step_size, schedule.a)
             # Entries of the update longer than GENERIC_MAX_STEP noise standard deviations.
             noise_std = sampler.noise_std(step_size, sampler_state)
             if k > n_burnin and noise_std is not None:
                 n_long += np.count_nonzero(np.abs(theta - previous) > GENERIC_MAX_STEP * noise_std)
         if not np.isfinite(kept).all():
-            raise _divergence(sampler, temperature, n_samples, step_size, schedule)
+            raise divergence_error(sampler.name, temperature, n_samples, step_size, schedule.a)
         long_fraction = n_long / (n_kept * theta.size)
         if long_fraction > MAX_CAPPED_FRACTION:
             failure = (f"by {100 * long_fraction:.2g}% of its updates after burn-in exceeding {GENERIC_MAX_STEP:g} "
-                       "standard deviations of its noise (its steps are too long to sample the posterior) at")
-            raise _divergence(sampler, temperature, n_samples, step_size, schedule, failure)
+                       "standard deviations of its noise (its steps are too long to sample the posterior)")
+            raise divergence_error(sampler.name, temperature, n_samples, step_size, schedule.a, failure)
         trace = ChainTrace(kept, n_samples * self.batch_size, step_size, None, state_sum / n_kept)
         return theta, trace

@@ -44,21 +44,21 @@ stacked factors.
 """
 
 import types
-from typing import NamedTuple
 
 import numba
 import numpy as np
 from numba import njit, prange
 
 from ..._config import FASTMATH, LANGEVIN_MAX_DRIFT, MAX_CAPPED_FRACTION, PARALLEL_MIN_PART, PSGLD_ALPHA, PSGLD_SIGMA
-from ...exceptions import SamplerDivergenceError
+from ...evidence._runner import divergence_error
+from ...models._trace import ChainTrace
 from ...samplers import StepSizeSchedule
 from ..likelihood import dense_entries, entry
 from ..model import check_prior_rates
 from .passes import other_modes
 from .rng import fill_standard_normal, next_double, seed_streams, uniform_index
 
-__all__ = ["ChainResult", "SAMPLERS", "run_chain", "score_prior"]
+__all__ = ["SAMPLERS", "run_chain", "score_prior"]
 
 #: The update rules.
 SAMPLERS = ("sgld", "psgld")
@@ -291,21 +291,6 @@ def _prior_scores(data, F, streams, rates, log_lik, F_sum):
     return n_evals
 
 
-class ChainResult(NamedTuple):
-    """What one chain at one temperature returns."""
-
-    #: Kept estimates of the log-likelihood (a part's, scaled), one per kept iteration.
-    log_likelihood: np.ndarray
-    #: Mean of the stacked factors over the kept (pre-update) states.
-    F_mean: np.ndarray
-    #: Step size in force for the kept samples (NaN for exact prior draws).
-    step_size: float
-    #: Entries of the drawn parts summed over all iterations, burn-in included.
-    n_likelihood_evaluations: int
-    #: Fraction of the kept updates whose drift the cap cut (0 for exact prior draws).
-    capped_fraction: float = 0.0
-
-
 def _kernel_data(data, blocks):
     """The kernels' data tuple: a dense matrix, or an empty one and the listed entries; the blocks' layout."""
     X = data.X if data.dense2 else np.empty((0, 0))
@@ -347,7 +332,9 @@ def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step
 
     Returns
     -------
-    ChainResult
+    ChainTrace
+        The kept log-likelihoods, the likelihood evaluations, the step size
+        after burn-in, the mean of the kept states and the capped fraction.
 
     Raises
     ------
@@ -376,27 +363,20 @@ def run_chain(data, blocks, F, *, temperature, n_samples, n_burnin, step_a, step
         int(n_burnin), sampler == "psgld", float(alpha), float(sigma), bool(freeze), rates, log_lik, F_sum)
     capped_fraction = n_capped / (n_kept * state.size)
     if status != _OK:
-        what = "gradient or state" if status == _NONFINITE_STATE else "log-likelihood"
-        failure = f"(non-finite {what}) at iteration {k}"
+        failure = f"(non-finite {'gradient or state' if status == _NONFINITE_STATE else 'log-likelihood'})"
     elif capped_fraction > max_capped_fraction:
-        failure = (f"by iteration {k}: after burn-in the drift of {100 * capped_fraction:.2g}% of its updates "
-                   f"exceeded the cap of {LANGEVIN_MAX_DRIFT:g} noise standard deviations (its steps are too long "
-                   "to sample the posterior)")
+        failure = (f"by the drift of {100 * capped_fraction:.2g}% of its updates after burn-in exceeding the cap of "
+                   f"{LANGEVIN_MAX_DRIFT:g} noise standard deviations (its steps are too long to sample the posterior)")
     else:
         F[...] = state
-        return ChainResult(log_lik, F_sum / n_kept, float(steps[-1]), int(n_evals), float(capped_fraction))
-    eps = float(steps[k - 1])
-    raise SamplerDivergenceError(
-        f"The {sampler} chain at temperature t={temperature:.4g} diverged {failure}, with step size {eps:.3g}. "
-        f"Lower step_size (now a={step_a:.3g}), e.g. by a factor of 10.",
-        temperature=temperature, iteration=int(k), step_size=eps,
-    )
+        return ChainTrace(log_lik, int(n_evals), float(steps[-1]), None, F_sum / n_kept, float(capped_fraction))
+    raise divergence_error(sampler, temperature, int(k), float(steps[k - 1]), step_a, failure)
 
 
 def score_prior(data, blocks, n_components, n_draws, *, prior_rates, seed_seq):
     """Exact prior draws of the stacked factors, each scored on one random part: the :math:`t = 0` rung of STI.
 
-    Returns ``(ChainResult, F)``: the scores (``step_size`` NaN) and the last draw.
+    Returns ``(ChainTrace, F)``: the scores (``step_size`` NaN) and the last draw.
     """
     rates = np.array(check_prior_rates(prior_rates, len(data.shape)))
     R, n_draws = int(n_components), int(n_draws)
@@ -407,4 +387,4 @@ def score_prior(data, blocks, n_components, n_draws, *, prior_rates, seed_seq):
     n_evals = _prior_scores(_kernel_data(data, blocks), F, seed_streams(seed_seq, 2), rates, log_lik, F_sum)
     if not np.all(np.isfinite(log_lik)):
         raise ValueError("The log-likelihood is not finite at some prior draws; check that X is valid.")
-    return ChainResult(log_lik, F_sum / n_draws, np.nan, int(n_evals)), F
+    return ChainTrace(log_lik, int(n_evals), np.nan, None, F_sum / n_draws), F
