@@ -75,9 +75,7 @@ def rti_temperatures(n_temperatures, power=5.0):
     r"""The ladder :math:`t_k = 1 - (1 - k/K)^{c}` and :math:`dt/dk` at its points."""
     k = np.arange(n_temperatures + 1, dtype=np.float64) / n_temperatures
     t = 1.0 - (1.0 - k) ** power
-    dt = power * (1.0 - k) ** (power - 1.0) / n_temperatures
-    t[0], t[-1] = 0.0, 1.0
-    return t, dt
+    return t, power * (1.0 - k) ** (power - 1.0) / n_temperatures
 
 
 def simpson_weights(n_intervals):
