@@ -204,13 +204,11 @@ class DiagonalGaussianMixture(EvidenceModel):
 
     def grad_log_prior_particles(self, thetas):
         """:meth:`grad_log_prior` of each row of ``thetas``, shape ``(M, n_params)``."""
-        alpha, kappa, a, b = self.weight_concentration, self.mean_precision, self.var_shape, self.var_scale
+        kappa, a, b = self.mean_precision, self.var_shape, self.var_scale
         eta, mu, s = self.unpack(np.atleast_2d(thetas))
         inv_var = np.exp(-s)
-        grad_eta = alpha - np.exp(eta)
-        grad_mu = -kappa * mu * inv_var
-        grad_s = -0.5 - a + (b + 0.5 * kappa * mu * mu) * inv_var
-        return self.join(grad_eta, grad_mu, grad_s)
+        return self.join(self.weight_concentration - np.exp(eta), -kappa * mu * inv_var,
+                         -0.5 - a + (b + 0.5 * kappa * mu * mu) * inv_var)
 
     def sample_prior(self, rng, size=None):
         m = 1 if size is None else int(size)
