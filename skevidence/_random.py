@@ -22,9 +22,7 @@ def seed_sequence(random_state):
         if random_state < 0:
             raise ValueError(f"random_state must be non-negative, got {random_state}.")
         return np.random.SeedSequence(int(random_state))
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.SeedSequence(int(random_state.randint(np.iinfo(np.int32).max)))
-    if isinstance(random_state, np.random.Generator):
-        return np.random.SeedSequence(int(random_state.integers(np.iinfo(np.int64).max)))
+    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        return np.random.SeedSequence(int.from_bytes(random_state.bytes(8), "little"))  # one draw of 64 bits
     raise ValueError("random_state must be None, a non-negative int, a numpy RandomState or Generator, got "
                      f"{random_state!r}.")

@@ -27,11 +27,10 @@ def dask_threads_per_task():
     from joblib.parallel import get_active_backend
 
     backend, _ = get_active_backend()
-    client = getattr(backend, "client", None)
-    if client is None or type(backend).__name__ != "DaskDistributedBackend":
+    if type(backend).__name__ != "DaskDistributedBackend":
         return None
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    cores = client.run(os.cpu_count)
+    workers = backend.client.scheduler_info(n_workers=-1)["workers"]
+    cores = backend.client.run(os.cpu_count)
     slots = Counter()
     for info in workers.values():
         slots[info["host"]] += info["nthreads"]

@@ -14,7 +14,6 @@ extra) and ``--json`` writes the numbers.
 import argparse
 import functools
 import json
-import math
 import sys
 import time
 import warnings
@@ -34,7 +33,7 @@ def _number(convert, noun, zero=False, auto=False):
         if auto and text == "auto":
             return text
         value = convert(text)
-        if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        if not (np.isfinite(value) and (value >= 0 if zero else value > 0)):
             raise argparse.ArgumentTypeError(f"must be a {noun}, got {text!r}")
         return value
 
@@ -59,7 +58,7 @@ def _build_parser():
         "decided. Several files are stacked frame-wise into one matrix. With no FILE, runs on the clip bundled with "
         "skevidence.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add = nmf.add_argument
-    add("files", nargs="*", metavar="FILE", help="audio files (WAV; other formats need the 'audio' extra)")
+    add("files", nargs="*", type=Path, metavar="FILE", help="audio files (WAV; other formats need the 'audio' extra)")
     add("--ranks", type=_positive_int, nargs="+", default=list(CLI_DEFAULTS["ranks"]), help="candidate ranks")
     add("--n-jobs", type=int, help="threads that run the ranks' pieces of work (-1: all cores); the numbers do not "
         "depend on it")
@@ -113,18 +112,6 @@ def _build_parser():
     return parser
 
 
-def _load(files):
-    """Waveforms and their common sample rate; the bundled clip when no file is given."""
-    from .audio import load_audio
-    from .datasets import example_audio_path
-
-    paths = [Path(f) for f in files] or [example_audio_path()]
-    waveforms, rates = zip(*(load_audio(path) for path in paths))
-    if len(set(rates)) > 1:
-        raise ValueError(f"the files have different sample rates {sorted(set(rates))} Hz: resample them to one rate.")
-    return paths, list(waveforms), rates[0]
-
-
 def _finite_or_none(values):
     return [float(v) if np.isfinite(v) else None for v in values]
 
@@ -148,13 +135,18 @@ def _method_params(args):
 
 
 def _nmf_rank(args, out):
-    from .audio import SpectrogramTransformer
+    from .audio import SpectrogramTransformer, load_audio
     from .cp import auto_prior_rate
+    from .datasets import example_audio_path
     from .estimators import BayesianNMFRankSelector
     from .evidence import ERROR_PIECES
 
     say = functools.partial(print, file=out, flush=True)
-    paths, waveforms, rate = _load(args.files)
+    paths = args.files or [example_audio_path()]  # the bundled clip when no file is given
+    waveforms, rates = zip(*(load_audio(path) for path in paths))
+    if len(set(rates)) > 1:
+        raise ValueError(f"the files have different sample rates {sorted(set(rates))} Hz: resample them to one rate.")
+    rate = rates[0]
     # The Gamma family models powers; Poisson reads magnitudes as counts.
     power = 1.0 if args.likelihood == "poisson" else 2.0
     spectrogram = SpectrogramTransformer(n_fft=args.n_fft, hop_length=args.hop_length, window=args.window,

@@ -6,9 +6,6 @@ import numpy as np
 
 __all__ = ["load_audio"]
 
-#: Suffixes read by :func:`scipy.io.wavfile.read`; every other one goes to soundfile.
-_WAV_SUFFIXES = frozenset({".wav", ".wave"})
-
 _SOUNDFILE_HINT = 'install soundfile with `pip install "skevidence[audio]"`'
 
 
@@ -93,7 +90,7 @@ def load_audio(path, *, mono=True, dtype=np.float64):
     if path.is_dir():
         raise IsADirectoryError(f"'{path}' is a directory, not an audio file.")
 
-    if path.suffix.lower() in _WAV_SUFFIXES:
+    if path.suffix.lower() in (".wav", ".wave"):  # what scipy.io.wavfile reads; everything else goes to soundfile
         from scipy.io import wavfile
 
         try:

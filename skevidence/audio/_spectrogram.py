@@ -7,7 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.signal import ShortTimeFFT, get_window
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._init_params import store_init_params
@@ -223,7 +223,6 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         # common checks that still apply.
         tags.input_tags.one_d_array = True
         tags.input_tags.two_d_array = False
-        tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
 
     # -- set-up -------------------------------------------------------------
@@ -308,7 +307,6 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
 
     # -- API ----------------------------------------------------------------
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the parameters and the waveforms; nothing is learnt.
 
@@ -417,10 +415,9 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
         Z = np.asarray(Z)
         if Z.dtype.kind not in "biufc":
             raise TypeError(f"Z must hold numbers, got dtype {Z.dtype}.")
-        n_freq = self.n_fft // 2 + 1
-        if Z.ndim != 2 or Z.shape[1] != n_freq:
-            raise ValueError(f"Z has shape {Z.shape}, but an STFT of this transformer has shape (n_frames, {n_freq}) "
-                             "(frames as rows, n_fft // 2 + 1 columns).")
+        if Z.ndim != 2 or Z.shape[1] != stft.f_pts:
+            raise ValueError(f"Z has shape {Z.shape}, but an STFT of this transformer has shape (n_frames, "
+                             f"{stft.f_pts}) (frames as rows, n_fft // 2 + 1 columns).")
         n_frames = stft.p_max(n_samples) - stft.p_min
         if Z.shape[0] != n_frames:
             raise ValueError(f"Z has {Z.shape[0]} frames, but a waveform of n_samples={n_samples} has {n_frames}; "

@@ -6,21 +6,10 @@ import numpy as np
 
 __all__ = ["EXAMPLE_AUDIO", "example_audio_credit", "example_audio_path", "load_example_audio"]
 
-_DATA_DIR = Path(__file__).resolve().parent / "data"
-
 #: Names of the bundled example clips, for :func:`example_audio_path` and
 #: :func:`load_example_audio`. Each ``<name>.wav`` has a ``<name>.txt``
 #: credit and license file next to it.
 EXAMPLE_AUDIO = ("trumpet",)
-
-
-def _data_file(name, suffix):
-    if not isinstance(name, str) or name not in EXAMPLE_AUDIO:
-        raise ValueError(f"Unknown example clip {name!r}; the available ones are {list(EXAMPLE_AUDIO)}.")
-    path = _DATA_DIR / f"{name}{suffix}"
-    if not path.is_file():
-        raise FileNotFoundError(f"The example file '{path}' is missing from the installation; reinstall skevidence.")
-    return path
 
 
 def example_audio_path(name="trumpet"):
@@ -51,7 +40,9 @@ def example_audio_path(name="trumpet"):
     >>> example_audio_path("trumpet").name
     'trumpet.wav'
     """
-    return _data_file(name, ".wav")
+    if not isinstance(name, str) or name not in EXAMPLE_AUDIO:
+        raise ValueError(f"Unknown example clip {name!r}; the available ones are {list(EXAMPLE_AUDIO)}.")
+    return Path(__file__).resolve().parent / "data" / f"{name}.wav"
 
 
 def example_audio_credit(name="trumpet"):
@@ -77,7 +68,7 @@ def example_audio_credit(name="trumpet"):
     >>> "CC BY 3.0" in example_audio_credit("trumpet")
     True
     """
-    return _data_file(name, ".txt").read_text(encoding="utf-8")
+    return example_audio_path(name).with_suffix(".txt").read_text(encoding="utf-8")
 
 
 def load_example_audio(name="trumpet", *, dtype=np.float64):

@@ -1,6 +1,5 @@
 """Count tensors (sender x receiver x time bin) from event logs."""
 
-import gzip
 from pathlib import Path
 
 import numpy as np
@@ -95,13 +94,9 @@ def load_event_tensor(path, *, bin="week"):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No event log at {path}: check the path.")
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rt") as handle:
-            table = np.loadtxt(handle, comments=("%", "#"), usecols=(0, 1, 2), ndmin=2, dtype=np.float64)
+    try:  # numpy decompresses a .gz file itself
+        table = np.loadtxt(path, comments=("%", "#"), usecols=(0, 1, 2), ndmin=2, dtype=np.float64)
     except (OSError, ValueError) as exc:
         raise ValueError(f"Could not read {path} as an event log of 'sender receiver time' lines: {exc}") from exc
     senders, receivers = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
-    data = event_count_tensor(senders, receivers, table[:, 2], bin=bin)
-    data.path = path
-    return data
+    return Bunch(**event_count_tensor(senders, receivers, table[:, 2], bin=bin), path=path)

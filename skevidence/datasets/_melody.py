@@ -65,11 +65,10 @@ def make_harmonic_melody(n_notes=4, *, n_events=None, sample_rate=8000, note_dur
     t = np.arange(n_note) / sample_rate
     envelope = np.exp(-t / (0.3 * note_duration)) * np.minimum(1.0, t * sample_rate / 40.0)
     for event, note in enumerate(order):
-        tone = np.zeros(n_note)
-        for h in range(n_harmonics):
-            f = notes[note] * (h + 1)
-            if f < sample_rate / 2:
-                tone += partials[note, h] * np.sin(2 * np.pi * f * t + rng.uniform(0, 2 * np.pi))
+        f = notes[note] * np.arange(1, n_harmonics + 1)
+        f = f[f < sample_rate / 2]  # the partials below the Nyquist frequency, each with a random phase
+        phases = rng.uniform(0, 2 * np.pi, size=f.size)
+        tone = partials[note, :f.size] @ np.sin(2 * np.pi * f[:, np.newaxis] * t + phases[:, np.newaxis])
         start = event * hop + rng.randint(0, hop // 4)
         waveform[start:start + n_note] += envelope * tone
     waveform /= np.abs(waveform).max()

@@ -83,10 +83,9 @@ def _search_slice(search, param_name):
         param_name = chosen[0]
     elif param_name not in names:
         raise ValueError(f"param_name={param_name!r} is not a searched parameter; choose one of {names}.")
-    best = search.best_params_
     others = [n for n in names if n != param_name]
     keep = [i for i, p in enumerate(params)
-            if param_name in p and all(_same(p.get(n, _MISSING), best.get(n, _MISSING)) for n in others)]
+            if param_name in p and all(_same(p.get(n, _MISSING), search.best_params_.get(n, _MISSING)) for n in others)]
     return param_name, keep
 
 
@@ -212,20 +211,18 @@ class EvidenceCurveDisplay:
             if np.any(se < 0) or np.any(np.isinf(se)):
                 raise ValueError(f"log_evidence_std must be non-negative and finite (NaN where unknown), got "
                                  f"{se.tolist()}.")
-        order = np.argsort(x, kind="stable")
+        order = np.argsort(x)  # the ranks are distinct
         x, y, failed = x[order], y[order], failed[order]
         best_rank = self.best_rank
-        if best_rank is None:
-            best = int(np.argmax(np.where(failed, -np.inf, y)))
-        elif isinstance(best_rank, bool) or not isinstance(best_rank, Real):
+        if best_rank is not None and (isinstance(best_rank, bool) or not isinstance(best_rank, Real)):
             raise TypeError(f"best_rank must be a number, one of the ranks, or None; got {best_rank!r}.")
-        elif best_rank not in x:
+        if best_rank is not None and best_rank not in x:
             raise ValueError(f"best_rank={best_rank!r} is not one of the ranks {x.tolist()}.")
-        else:
-            best = int(np.flatnonzero(x == best_rank)[0])
-            if failed[best]:
-                raise ValueError(f"best_rank={best_rank!r} has no finite log-evidence (its fit failed): pass the "
-                                 f"{self.param_name} actually chosen, or None for the largest evidence.")
+        # None: the largest finite log-evidence, so only a given best_rank can have failed.
+        best = int(np.argmax(np.where(failed, -np.inf, y) if best_rank is None else x == best_rank))
+        if failed[best]:
+            raise ValueError(f"best_rank={best_rank!r} has no finite log-evidence (its fit failed): pass the "
+                             f"{self.param_name} actually chosen, or None for the largest evidence.")
         return _Curve(x, y, None if se is None else se[order], failed, best, order)
 
     def plot_error_pieces(self, ax=None, *, bar_kw=None):
@@ -270,15 +267,14 @@ class EvidenceCurveDisplay:
         if curve.se is not None:
             groups["error bar"] = curve.se
         ax = _axes(ax)
-        positions = np.arange(curve.x.size, dtype=np.float64)
+        # One group of bars a rank, centred on its tick; NaN (not reported, or a failed fit) draws no bar.
         width = 0.8 / len(groups)
+        left = np.arange(curve.x.size) - (len(groups) - 1) / 2 * width
         self.error_pieces_bars_ = {}
         for i, (name, values) in enumerate(groups.items()):
             kw = _validate_style_kwargs({"label": name, "color": f"C{i}"}, bar_kw or {})
-            offset = (i - (len(groups) - 1) / 2) * width
-            # NaN (not reported, or a failed fit) draws no bar.
-            self.error_pieces_bars_[name] = ax.bar(positions + offset, np.nan_to_num(values), width, **kw)
-        ax.set_xticks(positions, labels=[_format_value(v) for v in curve.x])
+            self.error_pieces_bars_[name] = ax.bar(left + i * width, np.nan_to_num(values), width, **kw)
+        ax.set_xticks(np.arange(curve.x.size), labels=[_format_value(v) for v in curve.x])
         ax.set(xlabel=self.param_name, ylabel="nats")
         finite = np.concatenate([v[np.isfinite(v)] for v in groups.values()])
         if finite.size and np.all(finite > 0):
@@ -331,15 +327,12 @@ class EvidenceCurveDisplay:
         param = self.param_name
 
         ok = ~curve.failed
-        yerr = None
-        label = "log-evidence"
-        if n_std > 0 and curve.se is not None and np.any(curve.se[ok] > 0):
-            # NaN standard errors draw no bar, so an unknown error is not shown as zero;
-            # all-zero ones (exact evidences) draw none and claim none in the legend.
-            yerr = n_std * curve.se[ok]
-            label += f" ± {n_std:g} SE"
+        # NaN standard errors draw no bar, so an unknown error is not shown as zero;
+        # all-zero ones (exact evidences) draw none and claim none in the legend.
+        bars = n_std > 0 and curve.se is not None and np.any(curve.se[ok] > 0)
+        label = f"log-evidence ± {n_std:g} SE" if bars else "log-evidence"
         kw = _validate_style_kwargs({"marker": "o", "capsize": 3, "label": label}, errorbar_kw or {})
-        self.errorbar_ = ax.errorbar(curve.x[ok], curve.y[ok], yerr=yerr, **kw)
+        self.errorbar_ = ax.errorbar(curve.x[ok], curve.y[ok], yerr=n_std * curve.se[ok] if bars else None, **kw)
         self.line_ = self.errorbar_.lines[0]
 
         best_x = curve.x[curve.best]
@@ -355,9 +348,8 @@ class EvidenceCurveDisplay:
             failed_x = curve.x[curve.failed]
             listed = ", ".join(_format_value(v) for v in failed_x)
             # x in data, y in axes coordinates (0 is the x axis): the crosses sit on the x axis whatever the y limits.
-            (self.failed_marker_,) = ax.plot(failed_x, np.zeros(failed_x.size), transform=ax.get_xaxis_transform(),
-                                             marker="x", markersize=9, markeredgewidth=2, linestyle="none",
-                                             color="0.35", clip_on=False, zorder=4,
+            (self.failed_marker_,) = ax.plot(failed_x, np.zeros(failed_x.size), "x", transform=ax.get_xaxis_transform(),
+                                             markersize=9, markeredgewidth=2, color="0.35", clip_on=False, zorder=4,
                                              label=f"failed (no estimate): {param} {listed}")
 
         ax.set(xlabel=param, ylabel="log-evidence (nats)")
@@ -368,13 +360,10 @@ class EvidenceCurveDisplay:
         else:
             ax.set_xscale("linear")
             if np.all(curve.x == np.round(curve.x)):
-                from matplotlib.ticker import MaxNLocator
-
-                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+                ax.locator_params(axis="x", integer=True)
         # This curve's entries first, then whatever the reused axes already held.
         ours = [a for a in (self.errorbar_, self.best_marker_, self.failed_marker_) if a is not None]
-        handles, _ = ax.get_legend_handles_labels()
-        others = [h for h in handles if not any(h is o for o in ours)]
+        others = [h for h in ax.get_legend_handles_labels()[0] if not any(h is o for o in ours)]
         ax.legend(handles=ours + others, title=self.estimator_name if name is None else name)
         self.ax_ = ax
         self.figure_ = ax.figure
