@@ -74,7 +74,6 @@ import math
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from itertools import permutations
 
 import numpy as np
 from scipy.special import polygamma
@@ -87,6 +86,7 @@ from .._validation import check_int, check_positive_real
 from ..evidence._ladder import rti_temperatures, simpson_weights
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
+from .kernels.gibbs import relabel_permutations
 from .kernels.hmc import run_referenced_ladder
 from .likelihood import likelihood_kappa
 from .reference import (
@@ -103,20 +103,9 @@ from .reference import (
 
 __all__ = ["RankRun", "referenced_ti_log_evidence", "run_pieces"]
 
-#: Largest rank at which log q_sym sums over every relabelling (6! = 720).
-_ALL_PERMUTATIONS_UP_TO = 6
-
 #: Every ladder's temperatures are cut into this many runs, each a piece of work of its own (a fixed number:
 #: the numbers must not depend on how many threads run the pieces).
 _CHUNKS = 2
-
-
-def _relabellings(R):
-    """The relabellings ``q_sym`` sums over: every permutation up to ``_ALL_PERMUTATIONS_UP_TO``, else an
-    empty ``(0, R)`` array, which the kernels read as the identity and every transposition."""
-    if R <= _ALL_PERMUTATIONS_UP_TO:
-        return np.array(list(permutations(range(R))), dtype=np.int64).reshape(-1, R)
-    return np.zeros((0, R), dtype=np.int64)
 
 
 def run_pieces(pieces, n_jobs):
@@ -232,6 +221,8 @@ class RankRun:
 
     def __init__(self, data, n_components, prior_rates, *, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts,
                  max_starts, max_refinements, max_time, init=(), random_state=None):
+        _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts,
+                        max_refinements, max_time)
         self.data, self.n_components = data, n_components
         self.rates = _row_rates(prior_rates, data.shape)
         self.prior_rates = prior_rates
@@ -265,7 +256,7 @@ class RankRun:
                                      f"{self.n_components} diverged (its bound is not finite).")
         best = int(np.argmax(np.where(np.isfinite(bounds), bounds, -np.inf)))
         self.best_bound, self.alpha, self.beta = bounds[best], self.fits[best][1], self.fits[best][2]
-        self.perms = _relabellings(self.n_components)
+        self.perms = relabel_permutations(self.n_components)
         self.log_r_fact = math.lgamma(self.n_components + 1.0)
         # HMC's inverse mass is the variance of log θ (q's: trigamma(α)), so that every coordinate moves on its
         # own scale.
@@ -609,8 +600,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     >>> bool(result.std_error <= 1.0)
     True
     """
-    _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,
-                    max_time, max_refinements)
+    if tol is not None:
+        check_positive_real("tol", tol)
     data = as_data(X, likelihood_kappa(likelihood, likelihood_shape), noise_floor)
     run = RankRun(data, n_components, prior_rates, n_temperatures=n_temperatures, n_burnin=n_burnin, n_keep=n_keep,
                   n_leapfrog=n_leapfrog, n_starts=n_starts, max_starts=max_starts, max_refinements=max_refinements,
@@ -624,8 +615,8 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     return run.result(tol, likelihood)
 
 
-def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts, tol,
-                    max_time, max_refinements):
+def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts,
+                    max_refinements, max_time):
     for name, value, low in [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4),
                              ("n_burnin", n_burnin, 0), ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1),
                              ("n_starts", n_starts, 1), ("max_starts", max_starts, 1),
@@ -635,6 +626,5 @@ def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, 
     if n_temperatures % 4:
         raise ValueError(f"n_temperatures must be a multiple of 4 (Simpson's rule on the ladder and on every other "
                          f"point of it), got {n_temperatures}.")
-    for name, value in (("tol", tol), ("max_time", max_time)):
-        if value is not None:
-            check_positive_real(name, value)
+    if max_time is not None:
+        check_positive_real("max_time", max_time)
