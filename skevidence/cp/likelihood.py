@@ -30,6 +30,7 @@ from scipy import sparse
 from scipy.special import gammaln
 
 from .._config import FASTMATH
+from .._validation import check_positive_real
 
 __all__ = ["LIKELIHOODS", "WITH_VALUE", "check_entries", "dense_entries", "entry", "entry_constant", "likelihood_kappa"]
 
@@ -48,10 +49,7 @@ def likelihood_kappa(likelihood, shape=1.0):
     if likelihood == "exponential":
         return 1.0
     if likelihood == "gamma":
-        if isinstance(shape, bool) or not (isinstance(shape, (int, float, np.number)) and np.isfinite(shape)
-                                           and shape > 0):
-            raise ValueError(f"likelihood_shape must be a positive finite number, got {shape!r}.")
-        return float(shape)
+        return check_positive_real("likelihood_shape", shape)
     raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}.")
 
 

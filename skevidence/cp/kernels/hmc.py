@@ -247,24 +247,15 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     # column sums of alpha_n - 1 and the prior's rate-weighted sums of theta_n.
     A = np.empty((N, R, R))
     B = np.empty((N, R, R))
-    a_sum = np.zeros((N, R))
-    lam_sum = np.zeros((N, R))
-    const = np.zeros(R)
+    a_sum = np.empty((N, R))
+    lam_sum = np.empty((N, R))
     for n in range(N):
         lo, hi = offsets[n], offsets[n + 1]
         A[n] = np.dot(phi[lo:hi].T.copy(), alpha[lo:hi] - 1.0)
         B[n] = np.dot(theta[lo:hi].T.copy(), beta[lo:hi])
-        for d in range(lo, hi):
-            for s in range(R):
-                a_sum[n, s] += alpha[d, s] - 1.0
-                lam_sum[n, s] += rates[d] * theta[d, s]
-                const[s] += log_norm_q[d, s]
-    for r in range(R):
-        for s in range(R):
-            c = const[s]
-            for n in range(N):
-                c += A[n, r, s] - B[n, r, s]
-            C[r, s] = c
+        a_sum[n] = (alpha[lo:hi] - 1.0).sum(axis=0)
+        lam_sum[n] = np.dot(rates[lo:hi], theta[lo:hi])
+    C[:, :] = log_norm_q.sum(axis=0) + (A - B).sum(axis=0)
     a_diff = np.empty(R)
     b0 = np.empty(R)
     bm = np.empty(R)
@@ -272,11 +263,10 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     rest = np.empty(max(R, 3))
     for r in range(R):
         for m in range(1, N):
-            for s in range(R):
-                c_base[s] = C[r, s]
-                a_diff[s] = a_sum[0, s] - a_sum[m, s]
-                b0[s] = B[0, r, s]
-                bm[s] = B[m, r, s]
+            c_base[:] = C[r]
+            a_diff[:] = a_sum[0] - a_sum[m]
+            b0[:] = B[0, r]
+            bm[:] = B[m, r]
             lam0 = lam_sum[0, r]
             lamm = lam_sum[m, r]
             n_diff = float(offsets[1] - (offsets[m + 1] - offsets[m]))
@@ -310,19 +300,16 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
             _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest)
             eu = math.exp(u)
             emu = 1.0 / eu
-            for s in range(R):
-                A[0, r, s] += u * a_sum[0, s]
-                A[m, r, s] -= u * a_sum[m, s]
-                B[0, r, s] *= eu
-                B[m, r, s] *= emu
+            A[0, r] += u * a_sum[0]
+            A[m, r] -= u * a_sum[m]
+            B[0, r] *= eu
+            B[m, r] *= emu
             lam_sum[0, r] *= eu
             lam_sum[m, r] *= emu
-            for d in range(offsets[1]):
-                phi[d, r] += u
-                lik_grad[d, r] *= emu
-            for d in range(offsets[m], offsets[m + 1]):
-                phi[d, r] -= u
-                lik_grad[d, r] *= eu
+            phi[: offsets[1], r] += u
+            lik_grad[: offsets[1], r] *= emu
+            phi[offsets[m]: offsets[m + 1], r] -= u
+            lik_grad[offsets[m]: offsets[m + 1], r] *= eu
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
