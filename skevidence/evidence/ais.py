@@ -204,11 +204,9 @@ def ais_log_evidence(model, X, y=None, *, n_particles=20, n_temperatures=500, la
     X, y, n_data = prepare_finite_data(model, X, y)
     rng = np.random.default_rng(seed_sequence(random_state))
     thetas = prior_particles(model, n_particles, rng, "AIS")
-    if step_size == "auto":
-        eps = 0.5 * float(np.min(np.std(thetas, axis=0)))
-        eps = eps if np.isfinite(eps) and eps > 0 else 0.1
-    else:
-        eps = step_size
+    eps = 0.5 * float(np.min(np.std(thetas, axis=0))) if step_size == "auto" else step_size
+    if not (np.isfinite(eps) and eps > 0):  # prior draws without spread in some parameter
+        eps = 0.1
     tempered = partial(_tempered, model, X, y)
     cache = tempered(thetas)
     if not np.all(np.isfinite(cache[0])):

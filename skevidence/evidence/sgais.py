@@ -323,9 +323,9 @@ def sgais_advance(state, model, X, y=None, *, verbose=0):
     if model.n_params is not None and model.n_params != n_params:
         raise ValueError(f"The model has {model.n_params} parameters but the stream's particles have {n_params}: "
                          "a stream must keep the model it started with.")
-    s = state.settings
-    ends = chunk_boundaries(n_data, n_seen=state.n_seen, batch_size=s["batch_size"], chunk_size=s["chunk_size"])
-    ends -= state.n_seen
+    s, n_seen = state.settings, state.n_seen
+    # Chunk ends counted from the start of X.
+    ends = chunk_boundaries(n_data, n_seen=n_seen, batch_size=s["batch_size"], chunk_size=s["chunk_size"]) - n_seen
     try:
         with closing(progress(ends.size, "SGAIS", verbose)) as report:
             for lo, end in zip(np.r_[0, ends[:-1]], ends):

@@ -259,8 +259,7 @@ class EvidenceCurveDisplay:
         if not self.error_pieces:
             raise ValueError("this display has no error_pieces: the estimates' method reports none (referenced TI "
                              "does); pass error_pieces={'mc_error': ..., ...} to draw them.")
-        unknown = set(self.error_pieces) - set(ERROR_PIECES)
-        if unknown:
+        if unknown := set(self.error_pieces) - set(ERROR_PIECES):
             raise ValueError(f"unknown error pieces {sorted(unknown)}; use keys of {list(ERROR_PIECES)}.")
         groups = {ERROR_PIECES[key]: _numbers(values, f"error_pieces[{key!r}]", curve.x.shape, "value")[curve.order]
                   for key, values in self.error_pieces.items()}
@@ -365,8 +364,7 @@ class EvidenceCurveDisplay:
         ours = [a for a in (self.errorbar_, self.best_marker_, self.failed_marker_) if a is not None]
         others = [h for h in ax.get_legend_handles_labels()[0] if not any(h is o for o in ours)]
         ax.legend(handles=ours + others, title=self.estimator_name if name is None else name)
-        self.ax_ = ax
-        self.figure_ = ax.figure
+        self.ax_, self.figure_ = ax, ax.figure
         return self
 
     @classmethod
