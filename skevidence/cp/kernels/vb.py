@@ -65,17 +65,13 @@ def _rescale_components(alpha, beta, rates, offsets):
     """
     N = offsets.shape[0] - 1
     A = np.zeros(N)
-    n_min = np.inf
-    for m in range(N):
-        n_min = min(n_min, offsets[m + 1] - offsets[m])
+    n_min = np.diff(offsets).min()
     for r in range(alpha.shape[1]):
         target = 0.0
         for m in range(N):
-            s = 0.0
-            for i in range(offsets[m], offsets[m + 1]):
-                s += rates[i] * alpha[i, r] / beta[i, r]
-            A[m] = s
-            target += math.log(s)
+            lo, hi = offsets[m], offsets[m + 1]
+            A[m] = np.dot(rates[lo:hi], alpha[lo:hi, r] / beta[lo:hi, r])
+            target += math.log(A[m])
         y = math.exp(target / N)
         for _ in range(_RIDGE_MAX_NEWTON):
             log_prod = 0.0
@@ -116,9 +112,7 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
                 G[d, r] = math.exp(psi[d, r]) / beta[d, r]
         # The bound at the current q (sources at their optimum for it).
         bound = entry_pass(dense2, X, coords, vals, G, offsets, 0.0, 0.0, S, WITH_VALUE) - constant
-        for d in range(D):
-            for r in range(R):
-                means[d, r] = alpha[d, r] / beta[d, r]
+        means[:, :] = alpha / beta
         column_sums(means, offsets, sums)
         for r in range(R):
             p = 1.0
@@ -137,7 +131,7 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
         for d in range(D):
             for r in range(R):
                 alpha[d, r] = 1.0 + G[d, r] * S[d, r]
-                means[d, r] = alpha[d, r] / beta[d, r]
+        means[:, :] = alpha / beta
         column_sums(means, offsets, sums)
         # The rates mode after mode, each from the others' current means; the updated mode's sums follow.
         for m in range(N):
