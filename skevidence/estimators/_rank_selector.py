@@ -74,9 +74,6 @@ class RankSelectorMixin:
                   if name not in (model._rank_param, "verbose")}
         return model(**params, **{model._rank_param: int(rank)}, verbose=max(0, self.verbose - 1))
 
-    def _n_threads(self):
-        return os.cpu_count() or 1 if self.n_jobs is None else joblib.effective_n_jobs(self.n_jobs)
-
     def _select_rti(self, X, ranks):
         """Screen every rank, refine the contenders (:func:`~skevidence.cp.select.select_rank`).
 
@@ -93,7 +90,8 @@ class RankSelectorMixin:
             checkpoint = os.path.join(location, f"skevidence-rank-selection-{key}.pkl")
         runs, errors = select_rank(
             data, ranks.tolist(), lambda R: self._model(R)._prior_rates(X), tol=base.tol, settings=settings,
-            n_jobs=self._n_threads(), random_state=self.random_state, verbose=self.verbose, checkpoint=checkpoint,
+            n_jobs=(os.cpu_count() or 1) if self.n_jobs is None else joblib.effective_n_jobs(self.n_jobs),
+            random_state=self.random_state, verbose=self.verbose, checkpoint=checkpoint,
         )
         if errors and self.error_score == "raise":
             raise RuntimeError(f"rank {ranks[min(errors)]} failed: {errors[min(errors)]}")

@@ -56,10 +56,8 @@ def relabel_particles(model, particles, weights):
     for _ in range(_RELABEL_ITER):
         # cost[i, a, b]: component a of particle i as reference component b.
         cost = ((mu[:, :, None] - ref_mu) ** 2 * np.exp(-ref_s) + (s[:, :, None] - ref_s) ** 2).sum(axis=-1)
-        new = np.empty_like(perms)
-        for i in range(m):
-            rows, cols = linear_sum_assignment(cost[i])
-            new[i, cols] = rows
+        # Reference component b takes the particle's component new[i, b].
+        new = np.array([np.argsort(linear_sum_assignment(c)[1]) for c in cost])
         converged = np.array_equal(new, perms)
         perms = new
         take = np.arange(m)[:, None], perms

@@ -133,8 +133,7 @@ class BayesianLogisticRegression(ContinuousEvidenceMixin, ClassifierMixin, BaseE
 
         Later calls check ``classes`` against it.
         """
-        if classes is not None:
-            classes = np.unique(np.asarray(classes))
+        classes = None if classes is None else np.unique(classes)
         if first:
             classes = np.unique(y) if classes is None else classes
             if classes.size < 2:

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 import warnings
+from contextlib import closing
 
 import numpy as np
 from scipy.special import softmax
@@ -13,7 +14,7 @@ from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
-from sklearn.model_selection._search import BaseSearchCV
+from sklearn.model_selection._search import BaseSearchCV, _yield_masked_array_for_each_param
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_memory
@@ -285,9 +286,8 @@ class EvidenceGridSearch(BaseSearchCV):
         if not isinstance(seed, numbers.Integral):
             seed = seed_sequence(seed).generate_state(1)[0] & 0x7FFFFFFF
         seed = int(seed)
-        fit = _fit_candidate
-        if self.memory is not None:
-            fit = check_memory(self.memory).cache(_fit_candidate, ignore=["n_threads", "per_worker"])
+        # With memory=None, check_memory's cache calls the function uncached.
+        fit = check_memory(self.memory).cache(_fit_candidate, ignore=["n_threads", "per_worker"])
         n_threads = threads_per_task(self.n_jobs)
         per_worker = dask_threads_per_task()
         all_params, out = [], []
@@ -300,26 +300,22 @@ class EvidenceGridSearch(BaseSearchCV):
                     raise ValueError("param_grid yields no candidate: give each parameter at least one value.")
                 # In parallel the costliest candidates go first; results keep the grid's
                 # order and, with one seed for all, do not depend on the dispatch order.
-                order = range(len(candidate_params))
-                if self.n_jobs not in (None, 1):
-                    order = _dispatch_order(base, candidate_params)
+                n = len(candidate_params)
+                order = _dispatch_order(base, candidate_params) if self.n_jobs not in (None, 1) else range(n)
                 tasks = (delayed(_fit_and_evaluate)(
                     i, fit, _set_seeds(clone(base).set_params(**candidate_params[i]), seed, candidate_params[i]),
                     X, y, fit_params, self.error_score, n_threads, per_worker) for i in order)
-                batch = [None] * len(candidate_params)
-                report = progress(len(candidate_params), "EvidenceGridSearch", self.verbose, stream=sys.stdout)
+                batch = [None] * n
                 # Each candidate is reported as soon as it finished: in the order they
                 # were dispatched, the costliest would hold back every report until it
                 # ends (P3's rank 256: 39 minutes of silence).
-                try:
+                with closing(progress(n, "EvidenceGridSearch", self.verbose, stream=sys.stdout)) as report:
                     for i, res in parallel(tasks):
                         batch[i] = res
                         text = (f"failed ({res['error']})" if res["error"]
                                 else f"log Z = {res['log_evidence']:.6g} ± {res['std']:.3g}")
                         number = len(all_params) + i + 1
                         report.update(1, f"candidate {number} {candidate_params[i]}: {text} ({res['fit_time']:.2f} s)")
-                finally:
-                    report.close()
                 all_params.extend(candidate_params)
                 out.extend(batch)
                 self.cv_results_ = self._format_evidence_results(all_params, out)
@@ -354,13 +350,7 @@ class EvidenceGridSearch(BaseSearchCV):
     def _format_evidence_results(candidate_params, out):
         n = len(candidate_params)
         scores = np.array([o["log_evidence"] for o in out], dtype=np.float64)
-        results = {"params": candidate_params}
-        for name in sorted({k for p in candidate_params for k in p}):
-            column = np.ma.masked_all(n, dtype=object)
-            for i, params in enumerate(candidate_params):
-                if name in params:
-                    column[i] = params[name]
-            results[f"param_{name}"] = column
+        results = {"params": candidate_params, **dict(_yield_masked_array_for_each_param(candidate_params))}
         for key in ("fit_time", "score_time"):
             results[f"mean_{key}"] = np.array([o[key] for o in out])
             results[f"std_{key}"] = np.zeros(n)
@@ -375,8 +365,7 @@ class EvidenceGridSearch(BaseSearchCV):
         # finite error_score stands in for its evidence.
         finite = np.isfinite(scores) & ~failed
         # Rank 1 = largest evidence; failed candidates share the last rank.
-        order = np.where(finite, -scores, np.inf)
-        results["rank_test_score"] = rankdata(order, method="min").astype(np.int32)
+        results["rank_test_score"] = rankdata(np.where(finite, -scores, np.inf), method="min").astype(np.int32)
         probs = np.zeros(n)
         if finite.any():
             probs[finite] = softmax(scores[finite])
