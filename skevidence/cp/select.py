@@ -39,6 +39,7 @@ a call with the same data and settings continues from the last saved pass.
 import math
 import os
 import time
+from types import SimpleNamespace
 
 import joblib
 import numpy as np
@@ -94,15 +95,6 @@ def standings(runs, errors):
     values = np.array([(math.nan,) * 4 if i in errors else (*run.standing, run.mode_error, run.lower_bound)
                        for i, run in enumerate(runs)])
     return tuple(values[:, k] for k in range(4))
-
-
-class _Ranks:
-    """The runs of every rank, the failures, and the passes so far (what a checkpoint holds)."""
-
-    def __init__(self, runs):
-        self.runs = runs
-        self.errors = {}
-        self.passes = 0
 
 
 def _run_pass(state, plans, n_jobs, report):
@@ -174,8 +166,9 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
     if checkpoint is not None and os.path.exists(checkpoint):
         state = joblib.load(checkpoint)
     if state is None:
-        state = _Ranks([RankRun(data, int(R), prior_rates(int(R)), **settings, random_state=seed)
-                        for R, seed in zip(ranks, seeds)])
+        # What a checkpoint holds: every rank's run, the failures (rank index -> message), the passes so far.
+        state = SimpleNamespace(runs=[RankRun(data, int(R), prior_rates(int(R)), **settings, random_state=seed)
+                                      for R, seed in zip(ranks, seeds)], errors={}, passes=0)
 
     def report(run):
         if verbose:
