@@ -45,30 +45,6 @@ MIN_RUN_SWEEPS = 20
 MIN_ORDINATE_ESS = 10.0
 
 
-def _check_runs(n_samples, n_burnin, n_reduced, block_variance):
-    n_samples = check_int("n_samples", n_samples, 2)
-    n_burnin = check_int("n_burnin", n_burnin, 0)
-    n_reduced = check_int("n_reduced", n_reduced, 1)
-    block_variance = check_positive_real("block_variance", block_variance)
-    if n_burnin > n_samples - 2:
-        raise ValueError(
-            f"n_burnin ({n_burnin}) must be at most n_samples - 2 ({n_samples - 2}): "
-            "at least two sweeps must be kept after burn-in."
-        )
-    return n_samples, n_burnin, n_reduced, block_variance
-
-
-def _count_entries(X):
-    """Validate a matrix or 3-D tensor of integer counts: ``(idx, counts, shape)`` of its non-zeros."""
-    idx, counts, shape = count_entries(
-        X, method="Chib's method",
-        advice="the Gibbs sampler's latent sources exist only for integer counts; use STI (method='sti') instead.",
-    )
-    if len(shape) not in (2, 3):
-        raise ValueError(f"Chib's method takes a matrix or a 3-D tensor of counts, got an input of shape {shape}.")
-    return idx, counts, shape
-
-
 def _log_ordinate(log_densities):
     r"""``log mean exp`` of per-draw log densities, the delta-method variance of that log, the ESS.
 
@@ -141,11 +117,11 @@ class _Budget:
     """Sweeps of the reduced runs left to share."""
 
     def __init__(self, n_sweeps):
-        self.remaining = max(n_sweeps, 0)
+        self.remaining = n_sweeps
 
     def take(self, n_runs):
-        """One run's share when ``n_runs`` runs, this one included, are still to come."""
-        share = max(self.remaining // max(n_runs, 1), MIN_RUN_SWEEPS)
+        """One run's share (at least ``MIN_RUN_SWEEPS``) when ``n_runs`` runs, this one included, are to come."""
+        share = max(self.remaining // n_runs, MIN_RUN_SWEEPS)
         self.remaining = max(self.remaining - share, 0)
         return share
 
@@ -171,9 +147,6 @@ class _Sampler:
         self.n_sweeps = 0
         self.n_relabelled = 0
 
-    def _split(self, F):
-        return tuple(F[lo:hi] for lo, hi in zip(self.offsets[:-1], self.offsets[1:]))
-
     def renumber(self, order):
         """Renumber the rows of the first mode (the first in the stack): new row ``k`` is old row ``order[k]``."""
         position = np.empty_like(order)
@@ -188,7 +161,7 @@ class _Sampler:
         """
         F = np.vstack(state)
         changed = relabel_to(F, self.offsets, np.vstack(point), self.perms)
-        return self._split(F), bool(changed)
+        return np.split(F, self.offsets[1:-1]), bool(changed)
 
     def log_joint(self, point):
         """``sum(x log V) - sum(V)`` at ``point`` (without ``lgamma(x + 1)``), and the log prior."""
@@ -211,7 +184,7 @@ class _Sampler:
         )  # fmt: skip
         self.n_sweeps += int(n_sweeps)
         self.n_relabelled += n_relabelled
-        return self._split(F), log_likelihood, unit_log_density, self._split(mean)
+        return np.split(F, self.offsets[1:-1]), log_likelihood, unit_log_density, np.split(mean, self.offsets[1:-1])
 
 
 def _main_run(sampler, state, n_burnin, n_kept, seq):
@@ -291,12 +264,10 @@ def _last_ordinate(sampler, state, point, budget, seq):
     n_components = point[0].shape[1]
     last = len(point) - 1
     out = []
-    F = state[last]
     for r in range(n_components):
         share = budget.take(n_components - r)
-        F = np.hstack((point[last][:, :r], F[:, r:]))
+        F = np.hstack((point[last][:, :r], state[last][:, r:]))
         state, _, densities, _ = sampler((*point[:last], F), share, seq.spawn(1)[0], last, r, 0, point[last])
-        F = state[last]
         out.append((share, np.array([_log_ordinate(column) for column in _kept(densities, share).T])))
     return out
 
@@ -485,10 +456,21 @@ def chib_log_evidence(X, n_components, prior_rates=1.0, *, n_samples=9000, n_bur
     ([(20, 1), (15, 1)], True)
     """
     start = time.perf_counter()
-    idx, counts, shape = _count_entries(X)
+    idx, counts, shape = count_entries(
+        X, method="Chib's method",
+        advice="the Gibbs sampler's latent sources exist only for integer counts; use STI (method='sti') instead.",
+    )
+    if len(shape) > 3:
+        raise ValueError(f"Chib's method takes a matrix or a 3-D tensor of counts, got an input of shape {shape}.")
     n_components = check_int("n_components", n_components, 1)
     rates = check_prior_rates(prior_rates, len(shape))
-    n_samples, n_burnin, n_reduced, block_variance = _check_runs(n_samples, n_burnin, n_reduced, block_variance)
+    n_samples = check_int("n_samples", n_samples, 2)
+    n_burnin = check_int("n_burnin", n_burnin, 0)
+    n_reduced = check_int("n_reduced", n_reduced, 1)
+    block_variance = check_positive_real("block_variance", block_variance)
+    if n_burnin > n_samples - 2:
+        raise ValueError(f"n_burnin ({n_burnin}) must be at most n_samples - 2 ({n_samples - 2}): "
+                         "at least two sweeps must be kept after burn-in.")
     # The modes ordered by length (stable), the first the shortest (its blocks are the most expensive) and the
     # last the longest (its ordinate is the cheapest), and the non-zeros sorted row-major in that order, so that
     # the draws do not depend on the input's layout. Modes are named by their index in the caller's order.
@@ -530,10 +512,9 @@ def chib_log_evidence(X, n_components, prior_rates=1.0, *, n_samples=9000, n_bur
         budget = _Budget(n_reduced - n_blocked * n_pilot)
         pilots = []
         for m in range(n_blocked):
-            run = sampler((*point[:m], *state[m:]), n_pilot, pilot_seqs[m], m, 0, shape[m], point[m],
-                          reference=point if m == 0 else None)
-            pilots.append(run)
-            state = run[0]
+            pilots.append(sampler((*point[:m], *state[m:]), n_pilot, pilot_seqs[m], m, 0, shape[m], point[m],
+                                  reference=point if m == 0 else None))
+            state = pilots[-1][0]
         runs = [-(-shape[m] // _next_block_size(run[2], block_variance)) for m, run in enumerate(pilots)]
         blocks = []
         for m in range(n_blocked):
@@ -556,8 +537,7 @@ def chib_log_evidence(X, n_components, prior_rates=1.0, *, n_samples=9000, n_bur
         warnings.warn(
             f"n_reduced={n_reduced} is too small for {planned} and the {n_components} runs of {names[-1]} "
             f"(at least {MIN_RUN_SWEEPS} sweeps each); used {n_reduced_used}. Raise n_reduced.",
-            UserWarning,
-            stacklevel=2,
+            UserWarning, stacklevel=2,
         )
 
     log_likelihood, log_prior = sampler.log_joint(point)
@@ -575,8 +555,7 @@ def chib_log_evidence(X, n_components, prior_rates=1.0, *, n_samples=9000, n_bur
             f"Chib's ordinate averages rest on few draws (smallest effective sample size "
             f"{min_ess:.1f}); log Z = {log_evidence:.6g} ± {std_error:.3g} is then likely too "
             "high by more than its standard error. Raise n_reduced.",
-            UserWarning,
-            stacklevel=2,
+            UserWarning, stacklevel=2,
         )
     # The point in the caller's layout: undo the row order, then the mode order.
     internal = (point[0][np.argsort(row_order)], *point[1:])

@@ -138,12 +138,10 @@ def _aligned_mean(particles, offsets):
     :func:`~skevidence.cp.kernels.gibbs.relabel_to`'s, on the rank-one terms.
     """
     perms = relabel_permutations(particles.shape[2])
-    total = np.zeros_like(particles[0])
-    for F in particles:
-        F = F.copy()
+    aligned = particles.copy()
+    for F in aligned:
         relabel_to(F, offsets, particles[0], perms)
-        total += F
-    return total / particles.shape[0]
+    return aligned.mean(axis=0)
 
 
 def _smc_run(idx, counts, offsets, rates, reference, n_particles, n_sweeps, min_log_ess, seed_seq, schedule=None):
@@ -235,8 +233,7 @@ def _smc_run(idx, counts, offsets, rates, reference, n_particles, n_sweeps, min_
                        seeds)
         visited += active.shape[0] * n_sweeps * n_particles
     # The constants reference_weights leaves out (the exposures' steps sum to one), and the data's.
-    rows = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-    log_z += float(np.sum(np.log(rates[rows]))) * alpha.shape[1]
+    log_z += alpha.shape[1] * float(np.diff(offsets) @ np.log(rates))
     log_z += float(np.sum(special.gammaln(alpha) - alpha * np.log(beta)) - special.gammaln(counts + 1.0).sum())
     return log_z, {
         "exposures": np.asarray(exposures),
@@ -411,8 +408,7 @@ def smc_log_evidence(
             f"the SMC runs' log-evidences spread by {spread:.2g} nats (rank {n_components}): with so few "
             "particles the runs are far from their log-normal limit and the error bar may understate "
             "the error. Raise n_particles (or leave it at 'auto').",
-            UserWarning,
-            stacklevel=2,
+            UserWarning, stacklevel=2,
         )
     mean = _aligned_mean(diags[-1]["particles"], offsets)
     diagnostics = {

@@ -104,11 +104,8 @@ def split_count(x, q, tail, alloc):
     for r in range(n_components - 1):
         if left == 0:
             break
-        if tail[r] > 0.0:
-            p = min(q[r] / tail[r], 1.0)
-        else:
-            # All remaining intensities underflowed: share evenly.
-            p = 1.0 / (n_components - r)
+        # If all remaining intensities underflowed, share evenly.
+        p = min(q[r] / tail[r], 1.0) if tail[r] > 0.0 else 1.0 / (n_components - r)
         s = np.random.binomial(left, p)
         alloc[r] = s
         left -= s
@@ -231,9 +228,7 @@ def scale_moves(F, offsets, first_mode, shape, rate, n_steps):
     """
     for m in range(first_mode, offsets.shape[0] - 2):
         for r in range(F.shape[1]):
-            d = 0.0
-            a = 0.0
-            b = 0.0
+            d = a = b = 0.0
             for row in range(offsets[m], offsets[m + 1]):
                 d += shape[row, r]
                 a += rate[row, r] * F[row, r]
@@ -276,8 +271,7 @@ def modal_scales(dims, coefs):
     target = np.prod(coefs)
     z = -d.min() + target ** (1.0 / dims.shape[0])
     for _ in range(200):
-        f = 1.0
-        df = 0.0
+        f, df = 1.0, 0.0
         for m in range(d.shape[0]):
             df = df * (z + d[m]) + f
             f *= z + d[m]
@@ -449,8 +443,10 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
     for m in range(n_modes):
         prior_rate[offsets[m] : offsets[m + 1]] = prior_rates[m]
     log_likelihood = np.empty(n_sweeps)
-    lo, hi = offsets[stage], offsets[stage + 1]
-    n_units = 0 if target.size == 0 else (hi - lo if stage == last else record_end - n_held)
+    # The recorded units: rows n_held .. record_end-1 of a blocked mode over every component, or every row of
+    # the last mode for component n_held; the held rows or components are not drawn.
+    held_rows, first_component, end_component = (n_held, 0, F.shape[1]) if stage < last else (0, n_held, n_held + 1)
+    n_units = 0 if target.size == 0 else (record_end - n_held if stage < last else offsets[-1] - offsets[last])
     unit_log_density = np.zeros((n_sweeps, n_units))
     F_mean = np.zeros_like(F)
     # The first mode with nothing held: the scale moves act on it and the modes after it.
@@ -460,21 +456,16 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
     for sweep in range(n_sweeps):
         _add_gauged(F, offsets, prior_rates, F_mean)
         log_likelihood[sweep] = sample_sources(idx, counts, F, stats) - summed_intensity(F, offsets)
-        for m in range(stage, n_modes):
+        other = likelihood_rates(F, offsets, stage, 1.0)
+        first_row = offsets[stage] + held_rows
+        for u in range(n_units):
+            for r in range(first_component, end_component):
+                unit_log_density[sweep, u] += _log_gamma_density(
+                    target[held_rows + u, r], stats[first_row + u, r], prior_rates[stage] + other[r])
+        draw_rows(F, first_row, offsets[stage + 1], first_component, stats, prior_shape, prior_rate, other)
+        for m in range(stage + 1, n_modes):
             other = likelihood_rates(F, offsets, m, 1.0)
-            first_row, first_component = offsets[m], 0
-            if m == stage and stage < last:
-                first_row += n_held
-                for u in range(n_units):
-                    for r in range(F.shape[1]):
-                        unit_log_density[sweep, u] += _log_gamma_density(
-                            target[n_held + u, r], stats[first_row + u, r], prior_rates[m] + other[r])
-            elif m == stage:
-                first_component = n_held
-                for u in range(n_units):
-                    unit_log_density[sweep, u] = _log_gamma_density(
-                        target[u, n_held], stats[lo + u, n_held], prior_rates[m] + other[n_held])
-            draw_rows(F, first_row, offsets[m + 1], first_component, stats, prior_shape, prior_rate, other)
+            draw_rows(F, offsets[m], offsets[m + 1], 0, stats, prior_shape, prior_rate, other)
         scale_moves(F, offsets, first_free_mode, prior_shape, prior_rate, 1)
         if relabel:
             n_relabelled += relabel_to(F, offsets, ref, perms)

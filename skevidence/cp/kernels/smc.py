@@ -91,18 +91,15 @@ def next_stop(log_v, times, s, total_v, sum_log_v, min_log_ess, must_add):
     """
     n_particles, n = log_v.shape
     trial = np.empty(n_particles)
-    cum = sum_log_v.copy()
     accepted = 0
     for u in range(n):
         for p in range(n_particles):
-            trial[p] = cum[p] + log_v[p, u] - (times[u] - s) * total_v[p]
+            trial[p] = sum_log_v[p] + log_v[p, u] - (times[u] - s) * total_v[p]
         if _log_ess(trial) < min_log_ess and (u > 0 or not must_add):
             break
         accepted = u + 1
         for p in range(n_particles):
-            cum[p] += log_v[p, u]
-    for p in range(n_particles):
-        sum_log_v[p] = cum[p]
+            sum_log_v[p] += log_v[p, u]
     return accepted
 
 
@@ -145,7 +142,7 @@ def reference_weights(particles, offsets, prior_rates, alpha, beta, perms, expos
     ``out[p]`` is its log-change from ``exposure`` to ``new_exposure`` less
     the constants (:math:`\Delta s \sum \log\lambda` and
     :math:`-\Delta s \sum(\alpha\log\beta - \log\Gamma(\alpha))`, added once
-    at the end); ``slope[p]`` is minus its derivative at ``exposure``
+    at the end); ``slope[p]`` is minus its derivative at ``exposure`` (below 1)
     (:math:`\lambda \sum F + E_{\sigma\mid\theta}[\log q_\sigma]` less the
     constant), which the search for the next stop uses.
     """
@@ -163,7 +160,7 @@ def reference_weights(particles, offsets, prior_rates, alpha, beta, perms, expos
         lse = _labelling_logits(scores, perms, 1.0 - exposure, logits)
         mean = np.sum(np.exp(logits - lse) * logits)
         out[p] = lse_new - lse - (new_exposure - exposure) * prior
-        slope[p] = prior + (mean / (1.0 - exposure) if exposure < 1.0 else 0.0)
+        slope[p] = prior + mean / (1.0 - exposure)
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
