@@ -190,15 +190,11 @@ def count_entries(X, *, n_modes=None, method, advice=""):
     """
     if not sparse.issparse(X):
         X = np.asarray(X)
-        if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
-            raise ValueError(f"X must be real numeric counts, got dtype {X.dtype}.")
     if n_modes is not None and len(X.shape) != n_modes:
         raise ValueError(f"X must be {n_modes}-D, got an input of shape {X.shape}.")
     data = CPData.from_array(X)
     fractional = data.vals != np.round(data.vals)
     if np.any(fractional):
-        raise ValueError(
-            f"{method} needs integer counts; X has non-integer entries (e.g. {data.vals[fractional][0]:g}, "
-            f"{int(fractional.sum())} of them): {advice}"
-        )
+        raise ValueError(f"{method} needs integer counts; X has non-integer entries (e.g. "
+                         f"{data.vals[fractional][0]:g}, {int(fractional.sum())} of them): {advice}")
     return data.coords, data.vals.astype(np.int64), data.shape

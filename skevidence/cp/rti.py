@@ -476,8 +476,7 @@ class RankRun:
             reference_bound=float(self.best_bound), reference_bounds=self.bounds, converged=bool(converged), tol=tol,
             stop_reason=self.stop_reason, likelihood=likelihood,
             likelihood_shape=data.kappa if data.kappa > 0.0 else None, noise_floor=data.floor,
-            reference_fit="vb" if data.kappa == 0.0 else "laplace", rounds=tuple(self.rounds),
-        )
+            reference_fit="vb" if data.kappa == 0.0 else "laplace", rounds=tuple(self.rounds))
         if self.rounds:
             ladders, n_kept = self.ladders, self.ladders[0].n_kept
             posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (2.0 * n_kept)
@@ -486,8 +485,7 @@ class RankRun:
                 ladders=(self.parts[0][0], self.parts[1][0]), mc_error=self.mc, lag_error=self.lag,
                 quadrature_error=self.quad, acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
                 step_size=0.5 * (ladders[0].steps + ladders[1].steps), n_temperatures=temperatures.size - 1,
-                n_keep=n_kept,
-            )
+                n_keep=n_kept)
         else:
             b = self.bracketed
             posterior_mean = self.theta_sum / (2.0 * self.settings["n_keep"])
@@ -496,13 +494,11 @@ class RankRun:
                                quadrature_error=b["quad"], n_temperatures=1, n_keep=self.settings["n_keep"])
         diagnostics["elbo"] = float(U_mean[0])
         size = data.X.size if data.dense2 else data.vals.size
-        offsets = data.offsets
         return EvidenceResult(
             log_evidence=value, std_error=error, method="rti", temperatures=temperatures,
             expected_log_likelihood=U_mean, expected_log_likelihood_std=np.zeros_like(U_mean),
             n_likelihood_evaluations=self.n_grad * size, wall_time=self.time, diagnostics=diagnostics,
-            posterior_mean=[posterior_mean[offsets[m]:offsets[m + 1]] for m in range(len(data.shape))],
-        )
+            posterior_mean=np.split(posterior_mean, data.offsets[1:-1]))
 
 
 def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="poisson", likelihood_shape=1.0,

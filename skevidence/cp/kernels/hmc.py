@@ -111,10 +111,7 @@ def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, the
 
     Without ``with_value`` only the field is computed (``0, 0, 0`` returned).
     """
-    D, R = phi.shape
-    for d in range(D):
-        for r in range(R):
-            theta[d, r] = math.exp(phi[d, r])
+    theta[:, :] = np.exp(phi)
     loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums,
                             with_value)
     logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact,
@@ -388,9 +385,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
         n_acc = 0.0
         for it in range(n_burnin + n_keep):
             eps = step * (0.9 + 0.2 * np.random.random())
-            for d in range(D):
-                for r in range(R):
-                    p[d, r] = np.random.standard_normal() / sqrt_inv_mass[d, r]
+            p[:, :] = np.random.standard_normal((D, R)) / sqrt_inv_mass
             kinetic = 0.5 * np.sum(p * p * inv_mass)
             phi_new[:, :] = phi
             grad_new[:, :] = grad
@@ -416,9 +411,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 if last and not np.isfinite(logp_new):
                     ok = False
                     break
-                for d in range(D):
-                    for r in range(R):
-                        p[d, r] += 0.5 * eps * grad_new[d, r]
+                p += 0.5 * eps * grad_new
             acc_prob = 0.0
             if ok:
                 log_ratio = logp_new - 0.5 * np.sum(p * p * inv_mass) - logp + kinetic
