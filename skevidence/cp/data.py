@@ -190,6 +190,8 @@ def count_entries(X, *, n_modes=None, method, advice=""):
     """
     if not sparse.issparse(X):
         X = np.asarray(X)
+        if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
+            raise ValueError(f"X must be real numeric counts, got dtype {X.dtype}.")
     if n_modes is not None and len(X.shape) != n_modes:
         raise ValueError(f"X must be {n_modes}-D, got an input of shape {X.shape}.")
     data = CPData.from_array(X)
