@@ -260,7 +260,8 @@ class SpectrogramTransformer(TransformerMixin, BaseEstimator):
             raise TypeError(f"{what} is a sparse matrix; pass a dense 1-D array of samples.")
         x = np.asarray(x)
         if x.dtype.kind not in "biuf":
-            raise TypeError(f"{what} must hold numbers, real samples, got dtype {x.dtype}.")
+            raise TypeError(f"{what} must hold numbers, real samples, got dtype {x.dtype}"
+                            + ("; for a complex STFT use istft." if x.dtype.kind == "c" else "."))
         if x.size == 0:
             raise ValueError(f"{what} is empty; pass at least n_fft={self.n_fft} samples.")
         if x.ndim == 2 and 1 in x.shape:
