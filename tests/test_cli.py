@@ -1,9 +1,12 @@
 """The ``skevidence`` command line, run as users run it: in a subprocess."""
 
+import contextlib
+import io
 import json
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,9 +24,18 @@ FAST = ["--ranks", "1", "2", "--likelihood", "poisson", "--temperatures", "4", "
 
 
 def _cli(*args, cwd=None):
+    """The command in a subprocess, as users run it."""
     return subprocess.run(
         [sys.executable, "-m", "skevidence", *args], capture_output=True, text=True, cwd=cwd, timeout=3600
     )
+
+
+def _main(*args):
+    """The command in this process (what :func:`_cli` runs, without a new interpreter's imports)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status = main(list(args), out=out)
+    return SimpleNamespace(returncode=status, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_nmf_rank_on_the_bundled_clip_matches_the_selector(tmp_path):
@@ -63,7 +75,7 @@ def test_nmf_rank_default_model_does_not_depend_on_the_level(tmp_path):
     for i, files in enumerate(([], [str(quiet)])):
         out = tmp_path / f"out{i}.json"
         # One short round a rank: the ranks' gaps are thousands of nats, the point is the model's scale.
-        run = _cli("nmf-rank", *files, "--ranks", "1", "2", "4", "--temperatures", "4", "--n-samples", "60",
+        run = _main("nmf-rank", *files, "--ranks", "1", "2", "4", "--temperatures", "4", "--n-samples", "60",
                    "--n-burnin", "20", "--tol", "1e9", "-q", "--json", str(out))
         assert run.returncode == 0, run.stderr
         records.append(json.loads(out.read_text()))
@@ -85,7 +97,7 @@ def test_nmf_rank_plot_and_several_files(tmp_path):
     wavfile.write(first, rate, samples[: samples.size // 2])
     wavfile.write(second, rate, samples[samples.size // 2 :])
     png, out = tmp_path / "curve.png", tmp_path / "out.json"
-    run = _cli("nmf-rank", str(first), str(second), *FAST, "--plot", str(png), "--json", str(out))
+    run = _main("nmf-rank", str(first), str(second), *FAST, "--plot", str(png), "--json", str(out))
     assert run.returncode == 0, run.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     record = json.loads(out.read_text())
@@ -142,10 +154,10 @@ def test_readme_main_command_runs_with_its_defaults(tmp_path):
 
 def test_nmf_rank_cache_resumes_with_the_same_numbers(tmp_path):
     cache, first, second = tmp_path / "cache", tmp_path / "a.json", tmp_path / "b.json"
-    run = _cli("nmf-rank", *FAST, "--cache", str(cache), "--json", str(first))
+    run = _main("nmf-rank", *FAST, "--cache", str(cache), "--json", str(first))
     assert run.returncode == 0, run.stderr
     assert any(cache.rglob("skevidence-rank-selection-*.pkl")), "every pass is saved in the cache"
-    run = _cli("nmf-rank", *FAST, "--cache", str(cache), "--json", str(second))
+    run = _main("nmf-rank", *FAST, "--cache", str(cache), "--json", str(second))
     assert run.returncode == 0, run.stderr
     a, b = json.loads(first.read_text()), json.loads(second.read_text())
     assert a["log_evidence"] == b["log_evidence"] and a["best_rank"] == b["best_rank"]
@@ -153,7 +165,7 @@ def test_nmf_rank_cache_resumes_with_the_same_numbers(tmp_path):
 
 def test_nmf_rank_referenced_path_reports_its_decision(tmp_path):
     out = tmp_path / "out.json"
-    run = _cli("nmf-rank", "--ranks", "1", "2", "--tol", "50", "--max-time", "20", "--n-samples", "60",
+    run = _main("nmf-rank", "--ranks", "1", "2", "--tol", "50", "--max-time", "20", "--n-samples", "60",
                "--n-burnin", "20", "-q", "--json", str(out))
     assert run.returncode == 0, run.stderr
     record = json.loads(out.read_text())
@@ -181,7 +193,7 @@ def test_nmf_rank_reports_the_noise_floor_it_used(tmp_path):
     wav = tmp_path / "tone.wav"
     wavfile.write(wav, rate, np.round(x * 32767).astype(np.int16))
     out = tmp_path / "out.json"
-    run = _cli("nmf-rank", str(wav), "--ranks", "1", "2", "--temperatures", "4", "--n-samples", "40", "--n-burnin",
+    run = _main("nmf-rank", str(wav), "--ranks", "1", "2", "--temperatures", "4", "--n-samples", "40", "--n-burnin",
                "20", "--tol", "1e9", "-q", "--json", str(out))
     assert run.returncode == 0, run.stderr
     record = json.loads(out.read_text())
