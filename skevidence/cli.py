@@ -239,6 +239,9 @@ def _nmf_rank(args, out):
         display = EvidenceCurveDisplay.from_estimator(selector, name=names)
         display.ax_.set_title(f"NMF rank of {names}")
         display.figure_.savefig(args.plot, dpi=120, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+
+        plt.close(display.figure_)  # called in-process (main()), the command leaves no figure open
         say(f"evidence curve written to {args.plot}")
     return 0
 

@@ -91,7 +91,7 @@ def test_nmf_rank_default_model_does_not_depend_on_the_level(tmp_path):
 
 
 def test_nmf_rank_plot_and_several_files(tmp_path):
-    pytest.importorskip("matplotlib")
+    plt = pytest.importorskip("matplotlib.pyplot")
     rate, samples = wavfile.read(example_audio_path())
     first, second = tmp_path / "a.wav", tmp_path / "b.wav"
     wavfile.write(first, rate, samples[: samples.size // 2])
@@ -100,6 +100,7 @@ def test_nmf_rank_plot_and_several_files(tmp_path):
     run = _main("nmf-rank", str(first), str(second), *FAST, "--plot", str(png), "--json", str(out))
     assert run.returncode == 0, run.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plt.get_fignums() == []  # the figure is closed once written
     record = json.loads(out.read_text())
     halves = [samples[: samples.size // 2] / 32768.0, samples[samples.size // 2 :] / 32768.0]
     stacked = SpectrogramTransformer(scale=32.768).fit_transform(halves)

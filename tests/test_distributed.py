@@ -49,7 +49,9 @@ def _nmf_data():
 
 def test_rank_search_on_a_local_cluster_equals_n_jobs_1(client):
     X = _nmf_data()
-    settings = dict(ranks=(1, 2, 3), method_params=dict(n_temperatures=4, n_keep=200, n_burnin=100), random_state=0)
+    # The point is the same numbers on a cluster, not a 1-nat bar: a few refinements suffice.
+    settings = dict(ranks=(1, 2, 3), method_params=dict(n_temperatures=4, n_keep=200, n_burnin=100), tol=5.0,
+                    random_state=0)
     local = BayesianNMFRankSelector(n_jobs=1, **settings).fit(X)
     with joblib.parallel_config(backend="dask"):
         remote = BayesianNMFRankSelector(n_jobs=-1, **settings).fit(X)
