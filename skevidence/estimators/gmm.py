@@ -168,7 +168,7 @@ class BayesianGMM(ContinuousEvidenceMixin, DensityMixin, BaseEstimator):
     >>> import numpy as np
     >>> from skevidence import BayesianGMM
     >>> rng = np.random.default_rng(0)
-    >>> X = np.vstack([rng.normal(-2, 0.5, size=(60, 2)), rng.normal(2, 0.5, size=(60, 2))])
+    >>> X = np.vstack([rng.normal(-2, 0.5, size=(30, 2)), rng.normal(2, 0.5, size=(30, 2))])
     >>> gmm = BayesianGMM(n_components=2, random_state=0).fit(X)
     >>> np.round(np.sort(gmm.means_[:, 0]))
     array([-2.,  2.])
