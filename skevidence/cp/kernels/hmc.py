@@ -111,7 +111,7 @@ def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, the
 
     Without ``with_value`` only the field is computed (``0, 0, 0`` returned).
     """
-    theta[:, :] = np.exp(phi)
+    np.exp(phi, theta)  # in place: this runs every leapfrog step
     loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums,
                             with_value)
     logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact,
@@ -427,7 +427,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
             if scale_moves:
                 # The likelihood is the same along the ridges: no gradient pass is needed.
                 _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms, lik_grad)
-                theta[:, :] = np.exp(phi)
+                np.exp(phi, theta)
                 logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, perms,
                                     log_r_fact, C, terms, WITH_VALUE)
             if it < n_burnin:
