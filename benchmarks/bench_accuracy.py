@@ -201,7 +201,7 @@ def check_brackets(cases, seed):
             b = dict(run.bracketed)
             while not run.estimated:
                 run.finish(run_pieces(run.plan(None), 2))
-            slack = 3.0 * (math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["mode"] ** 2) + run.error)
+            slack = 3.0 * (math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + run.mode_error**2) + run.error)
             holds.append(b["lower"] - slack <= run.value <= b["upper"] + slack)
             print(f"{case.name:<14} rank {rank:>2}: bracket [{b['lower']:.1f}, {b['upper']:.1f}], ladder "
                   f"{run.value:.1f} ± {run.error:.1f}: {'holds' if holds[-1] else 'MISSES'} (above the lower end "

@@ -120,7 +120,7 @@ DEFAULT_BLOCKS = 5
 #: bench_accuracy's t16x16x16r4) is far above what Richardson's estimate from 4 and 8 intervals states; at 75
 #: iterations the clip's ranks 16 and 32 come out 46 and 53 nats below four times the budget (34 and 32 at
 #: 150), against chain pieces of 7 and 10 nats (6 and 16) in their error bars.
-SELECTOR_SCREEN = dict(n_temperatures=16, n_burnin=50, n_keep=100)
+SELECTOR_SCREEN = dict(n_temperatures=16, n_burnin=50, n_keep=100, n_starts=4)
 
 #: A rank whose log-evidence is below the best's by more than this many combined
 #: error bars is out of the running: it is not refined further, and the choice is

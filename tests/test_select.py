@@ -1,5 +1,7 @@
 """Decide, then refine: ``cp.select`` and the continued referenced TI it drives."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,34 @@ def test_a_rank_below_another_ranks_lower_bound_is_out():
     assert not decision([1, 2], values[:2], bars[:2])[0]
 
 
+def test_more_starts_update_the_bracket_error_bar():
+    rng = np.random.default_rng(5)
+    X = rng.poisson(2 * np.outer(rng.exponential(size=30), rng.exponential(size=20))).astype(float)
+    run = _bracketed(as_data(X), 1, 5)
+    assert run.bracketed_at == run.best_bound
+    run.finish(run_pieces(run.search_more(), 2))
+    b = run.bracketed  # its error bar holds the mode search of every start so far
+    assert run.bounds.size == 2 * SETTINGS["n_starts"]
+    assert run.standing[1] == pytest.approx(np.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + run.mode_error**2))
+
+
+def test_the_best_by_its_bracket_runs_its_round_first(monkeypatch):
+    import skevidence.cp.select as select
+
+    passes, run_pass = [], select._run_pass
+
+    def recorded(state, plans, n_jobs, report):
+        passes.append({state.runs[i].n_components: state.runs[i].bracketed is not None for i in plans})
+        run_pass(state, plans, n_jobs, report)
+
+    monkeypatch.setattr(select, "_run_pass", recorded)
+    runs, _ = select_rank(_data(seed=2), [1, 2, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS, random_state=0)
+    first = next(k for k, p in enumerate(passes) if all(p.values()) and len(p) == 1)  # the first ladder pass
+    assert passes[first] == passes[first + 1] and passes[first].keys() <= {2, 3}
+    best = max(runs, key=lambda r: r.bracketed["log_evidence"])
+    assert list(passes[first]) == [best.n_components]
+
+
 def test_the_leader_refines_its_chains_never_its_search():
     run = RankRun(_data(seed=2), 2, np.ones(2), **SETTINGS, random_state=0)
     while not run.estimated:
@@ -91,11 +121,11 @@ def test_the_bracket_holds_the_closed_form(seed):
     """Rank 1: the log-evidence lies between the reference's bound and the integrand at the posterior."""
     rng = np.random.default_rng(seed)
     X = rng.poisson(2 * np.outer(rng.exponential(size=30), rng.exponential(size=20))).astype(float)
-    b = _bracketed(as_data(X), 1, seed).bracketed
-    exact = rank1_log_evidence(X, 1.0, 1.0)
+    run = _bracketed(as_data(X), 1, seed)
+    b, exact = run.bracketed, rank1_log_evidence(X, 1.0, 1.0)
     noise = 3.0 * np.hypot(b["mc"], b["lag"])
     assert b["lower"] - noise <= exact <= b["upper"] + noise, (b, exact)
-    assert abs(b["log_evidence"] - exact) <= 3.0 * b["error"]
+    assert abs(b["log_evidence"] - exact) <= 3.0 * run.standing[1]
 
 
 def test_a_rank_far_below_runs_its_bracket_alone():
@@ -112,7 +142,7 @@ def test_a_rank_far_below_runs_its_bracket_alone():
     assert list(decision([1, 3], *standings(runs, errors))[1]) == ["out", "chosen"]
     result = runs[0].result(0.5, "poisson", warn=False)
     b = runs[0].bracketed
-    assert result.log_evidence == b["log_evidence"] and result.std_error == b["error"]
+    assert (result.log_evidence, result.std_error) == runs[0].standing and result.log_evidence == b["log_evidence"]
     np.testing.assert_array_equal(result.temperatures, [0.0, 1.0])
     assert result.diagnostics["bracket"] == (b["lower"], b["upper"]) and not result.diagnostics["converged"]
     # The bracket holds what a ladder of rank 1 estimates.
@@ -173,3 +203,32 @@ def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
                                random_state=0)
     assert list(errors) == [2] and "broken fit" in errors[2]
     assert np.isfinite(runs[0].standing).all() and runs[1].estimated
+
+
+class _Run:
+    """A stand-in for RankRun in :func:`_screen`: its standing, mode piece and starts, and what it plans."""
+
+    def __init__(self, value, bar, mode, rounds, starts=4):
+        self.standing, self.mode_error, self.lower_bound = (value, bar), mode, -np.inf
+        self.rounds, self.bounds, self.n_starts = [{}] * rounds, np.zeros(starts), 4
+        self.ladders, self.estimated, self.best_bound = (object(), True, 1.0) if rounds else (None, False, 1.0)
+        self.bracketed_at = 1.0
+
+    def plan(self, tol):
+        return ["ladder"]
+
+    def search_more(self):
+        return ["search"]
+
+
+def test_a_rank_only_its_mode_search_keeps_in_searches_before_any_ladder():
+    from skevidence.cp.select import _screen
+
+    runs = [_Run(100.0, 1.0, 0.0, 1), _Run(90.0, 4.0, 3.9, 0), _Run(99.0, 1.0, 0.5, 0), _Run(50.0, 1.0, 0.0, 0)]
+    state = SimpleNamespace(runs=runs, errors={})
+    assert _screen(state) == {1: ["search"]}  # rank 1 is 2.4 combined bars below, 7.5 without its search
+    runs[1].bounds = np.zeros(32)  # eight times the first search's starts: its ladders run
+    assert _screen(state) == {1: ["ladder"], 2: ["ladder"]}
+    runs[2].bracketed_at = 0.5  # a better mode since its bracket: bracketed again first
+    runs[2].bracket = lambda: ["bracket"]
+    assert _screen(state) == {2: ["bracket"]}

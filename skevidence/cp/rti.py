@@ -232,7 +232,8 @@ class RankRun:
         self.init = list(init)
         self.rng = check_random_state(random_state)
         self.fit = vb_fit if data.kappa == 0.0 else laplace_fit
-        self.fits, self.ladders, self.rounds, self.bracketed = [], None, [], None
+        # bracketed_at: the reference's bound when its bracket was taken (a better mode needs another).
+        self.fits, self.ladders, self.rounds, self.bracketed, self.bracketed_at = [], None, [], None, None
         self.n_refinements, self.stop_reason, self.time, self.n_grad = 0, None, 0.0, 0
         self._next = None
 
@@ -301,10 +302,8 @@ class RankRun:
         halves = 0.5 * (U_a[1][: U_a.shape[1] // 2].mean() + U_b[1][: U_b.shape[1] // 2].mean())
         self.bracketed = dict(lower=lower, lower_mc=mc_lower, upper=upper, log_evidence=0.5 * (lower + upper),
                               mc=math.hypot(mc_lower, mc_upper), lag=abs(upper - halves),
-                              quad=0.5 * max(upper - lower, 0.0), mode=self.mode_error)
-        b = self.bracketed
-        b["error"] = math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + b["mode"] ** 2)
-        self.stop_reason = "its bracket alone ran"
+                              quad=0.5 * max(upper - lower, 0.0))
+        self.stop_reason, self.bracketed_at = "its bracket alone ran", self.best_bound
 
     @property
     def lower_bound(self):
@@ -313,6 +312,11 @@ class RankRun:
         if self.bracketed is None:
             return -math.inf
         return self.bracketed["lower"] - DECISION_Z * self.bracketed["lower_mc"]
+
+    def search_more(self):
+        """Pieces that double the reference's starts (up to ``max_starts``), or ``[]``."""
+        n = min(2 * self.bounds.size, self.max_starts) - self.bounds.size
+        return self._search(n) if n > 0 else []
 
     def plan(self, tol, search=True):
         """The pieces of the next step towards an error bar of ``tol`` (``None``: one round), or ``[]`` if none.
@@ -336,7 +340,7 @@ class RankRun:
             # starts, before any chain runs from a reference a better mode would replace.
             if tol is not None and self.mode_error > _SEARCH_SHARE * tol and self.bounds.size < self.max_starts \
                     and not self._out_of_time():
-                return self._search(min(2 * self.bounds.size, self.max_starts) - self.bounds.size)
+                return self.search_more()
             seeds = self.rng.randint(0, 2**31 - 1, size=2)
             self.ladders = [_Ladder(self, seed) for seed in seeds]
             self.stop_reason = "one round of its ladders ran"
@@ -368,7 +372,7 @@ class RankRun:
             return []
         self.n_refinements += 1
         if ti_target is None and chains <= mode:
-            return self._search(min(2 * self.bounds.size, self.max_starts) - self.bounds.size)
+            return self.search_more()
         self._next = "estimate"
         step = "refine" if self.quad > max(self.mc, self.lag) else "lengthen"
         return [p for ladder in self.ladders for p in getattr(ladder, step)()]
@@ -437,7 +441,8 @@ class RankRun:
         if self.rounds:
             return self.rounds[-1]["log_evidence"], self.rounds[-1]["error"]
         if self.bracketed is not None:
-            return self.bracketed["log_evidence"], self.bracketed["error"]
+            b = self.bracketed  # its error bar with the mode search of every start so far
+            return b["log_evidence"], math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + self.mode_error ** 2)
         return math.nan, math.nan
 
     def summary(self):
@@ -445,8 +450,8 @@ class RankRun:
         if not self.rounds:
             b = self.bracketed
             return (f"rank {self.n_components}, bracketed between {b['lower']:.2f} (q) and {b['upper']:.2f} "
-                    f"(t = 1): {b['log_evidence']:.2f} ± {b['error']:.2f} (Monte Carlo {b['mc']:.2f}, lag "
-                    f"{b['lag']:.2f}, half-width {b['quad']:.2f}, mode search {b['mode']:.2f} from "
+                    f"(t = 1): {b['log_evidence']:.2f} ± {self.standing[1]:.2f} (Monte Carlo {b['mc']:.2f}, lag "
+                    f"{b['lag']:.2f}, half-width {b['quad']:.2f}, mode search {self.mode_error:.2f} from "
                     f"{self.bounds.size} starts), {self.time:.1f} s")
         K, n = self.rounds[-1]["n_temperatures"], self.rounds[-1]["n_keep"]
         return (f"rank {self.n_components}, {K} temperatures, {n} draws each: {self.value:.2f} ± {self.error:.2f} "

@@ -10,7 +10,10 @@ no ladder at all. So is a rank whose estimate plus
 ``DECISION_Z`` error bars lies below another rank's lower bound (the lower
 end of its bracket, less ``DECISION_Z`` times its Monte-Carlo error: a bound
 for any reference): the best's own bracket may be wide, its lower end is not
-in doubt. The ranks still in the running (the contenders) then take one
+in doubt. The best by its bracket runs its round first, alone: its estimate
+is what the others must reach; a rank that only its mode search keeps in the
+running searches more before any ladder of it runs (``_screen``). The
+ranks still in the running (the contenders) then take one
 refinement step each per pass (longer chains, a finer ladder or more starts,
 continuing what they have), until the best leads every other by
 ``DECISION_Z`` combined bars, or every contender's bar is within ``tol``, or
@@ -95,6 +98,50 @@ def standings(runs, errors):
     values = np.array([(math.nan,) * 4 if i in errors else (*run.standing, run.mode_error, run.lower_bound)
                        for i, run in enumerate(runs)])
     return tuple(values[:, k] for k in range(4))
+
+
+def _screen(state):
+    """The next pass of the screen once the references are fitted, or ``{}`` when every rank in the running has
+    run its ladders' first round.
+
+    The best by its bracket runs its round first: its estimate is what the
+    others must reach. A rank that only its mode search keeps in the running
+    (out by its error bar without the mode-search piece) doubles its starts,
+    up to eight times the first search's, before any ladder of it runs (a
+    start costs a small part of a round); a better mode found so is
+    bracketed again.
+    """
+    runs, live = state.runs, [i for i in range(len(state.runs)) if i not in state.errors]
+    # A bracket (again, if a better mode replaced its reference before any ladder ran); a round under way, or
+    # one that a better mode restarted, runs to its end.
+    if plans := {i: pieces for i in live if (pieces := runs[i].bracket() if not runs[i].rounds and runs[i].bracketed_at
+                 != runs[i].best_bound else runs[i].plan(None) if (runs[i].ladders is not None or runs[i].rounds)
+                 and not runs[i].estimated else [])}:
+        return plans
+    values, bars, modes, lowers = standings(runs, state.errors)
+    if not any(runs[i].rounds for i in live):
+        return {(best := int(np.nanargmax(values))): runs[best].plan(None)}
+    pending = [i for i in np.flatnonzero(in_the_running(values, bars, modes, lowers)) if not runs[i].rounds]
+    bars[pending] = np.sqrt(bars[pending] ** 2 - modes[pending] ** 2)
+    kept = in_the_running(values, bars, modes, lowers)
+    plans = {i: pieces for i in pending if not kept[i] and runs[i].bounds.size < 8 * runs[i].n_starts
+             and (pieces := runs[i].search_more())}
+    return plans or {i: runs[i].plan(None) for i in pending}
+
+
+def _refinement(state, tol):
+    """The next refinement pass of the ranks in the running towards ``tol`` (see the module), or ``{}``."""
+    values, bars, modes, lowers = standings(state.runs, state.errors)
+    running = np.flatnonzero(in_the_running(values, bars, modes, lowers))
+    if running.size <= 1:
+        return {}
+    # The leader's chains are refined only where its own error is the larger piece of some combined bar.
+    best = int(np.nanargmax(values))
+    lead = _down(bars, modes, best) > min(bars[i] for i in running if i != best)
+    if not lead:
+        state.runs[best].stop_reason = ("it leads: its mode search is left alone (a better mode can only raise "
+                                        "it) and its chains' error is below every other contender's bar")
+    return {int(i): pieces for i in running if (i != best or lead) and (pieces := state.runs[i].plan(tol, i != best))}
 
 
 def _run_pass(state, plans, n_jobs, report):
@@ -190,35 +237,7 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
             if i not in state.errors:
                 below = run.alpha / run.beta
         save()
-    if state.passes == 1:
-        _run_pass(state, {i: state.runs[i].bracket() for i in by_rank if i not in state.errors}, n_jobs, report)
-        save()
-    while state.passes < 4:  # the ladders' first round, in two halves, for the ranks in the running
-        running = in_the_running(*standings(state.runs, state.errors))
-        _run_pass(state, {i: state.runs[i].plan(None) for i in by_rank if running[i] or
-                          state.runs[i].ladders is not None}, n_jobs, report)
-        save()
-    while tol is not None:
-        values, bars, modes, lowers = standings(state.runs, state.errors)
-        running = np.flatnonzero(in_the_running(values, bars, modes, lowers))
-        if running.size <= 1:
-            break
-        # The leader's chains are refined only where its own error is the larger piece of some combined bar.
-        best = int(np.nanargmax(values))
-        down = _down(bars, modes, best)
-        lead = down > min(bars[i] for i in running if i != best)
-        if not lead:
-            state.runs[best].stop_reason = ("it leads: its mode search is left alone (a better mode can only raise "
-                                            "it) and its chains' error is below every other contender's bar")
-        plans = {int(i): state.runs[i].plan(tol, search=i != best) for i in running if i != best or lead}
-        plans = {i: pieces for i, pieces in plans.items() if pieces}
-        if not plans:
-            break
-        _run_pass(state, plans, n_jobs, report)
-        save()
-    # A rank left between a better mode (or its bracket) and its ladders' estimate finishes its round.
-    while plans := {i: pieces for i, r in enumerate(state.runs) if i not in state.errors and not r.estimated
-                    and (r.rounds or r.ladders is not None) and (pieces := r.plan(None))}:
+    while plans := _screen(state) or (_refinement(state, tol) if tol is not None else {}):
         _run_pass(state, plans, n_jobs, report)
         save()
     return state.runs, state.errors
