@@ -315,8 +315,7 @@ class RankRun:
 
     def search_more(self):
         """Pieces that double the reference's starts (up to ``max_starts``), or ``[]``."""
-        n = min(2 * self.bounds.size, self.max_starts) - self.bounds.size
-        return self._search(n) if n > 0 else []
+        return self._search(n) if (n := min(2 * self.bounds.size, self.max_starts) - self.bounds.size) > 0 else []
 
     def plan(self, tol, search=True):
         """The pieces of the next step towards an error bar of ``tol`` (``None``: one round), or ``[]`` if none.
@@ -442,7 +441,7 @@ class RankRun:
             return self.rounds[-1]["log_evidence"], self.rounds[-1]["error"]
         if self.bracketed is not None:
             b = self.bracketed  # its error bar with the mode search of every start so far
-            return b["log_evidence"], math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + self.mode_error ** 2)
+            return b["log_evidence"], math.sqrt(b["mc"] ** 2 + b["lag"] ** 2 + b["quad"] ** 2 + self.mode_error**2)
         return math.nan, math.nan
 
     def summary(self):

@@ -112,17 +112,18 @@ def _screen(state):
     bracketed again.
     """
     runs, live = state.runs, [i for i in range(len(state.runs)) if i not in state.errors]
-    # A bracket (again, if a better mode replaced its reference before any ladder ran); a round under way, or
-    # one that a better mode restarted, runs to its end.
-    if plans := {i: pieces for i in live if (pieces := runs[i].bracket() if not runs[i].rounds and runs[i].bracketed_at
-                 != runs[i].best_bound else runs[i].plan(None) if (runs[i].ladders is not None or runs[i].rounds)
-                 and not runs[i].estimated else [])}:
+
+    def unfinished(run):  # a bracket (again, if a better mode came before any ladder), or the rest of a round
+        return (run.bracket() if not run.rounds and run.bracketed_at != run.best_bound
+                else run.plan(None) if (run.ladders is not None or run.rounds) and not run.estimated else [])
+
+    if plans := {i: pieces for i in live if (pieces := unfinished(runs[i]))}:
         return plans
     values, bars, modes, lowers = standings(runs, state.errors)
     if not any(runs[i].rounds for i in live):
         return {(best := int(np.nanargmax(values))): runs[best].plan(None)}
     pending = [i for i in np.flatnonzero(in_the_running(values, bars, modes, lowers)) if not runs[i].rounds]
-    bars[pending] = np.sqrt(bars[pending] ** 2 - modes[pending] ** 2)
+    bars[pending] = np.sqrt(np.maximum(bars[pending] ** 2 - modes[pending] ** 2, 0.0))
     kept = in_the_running(values, bars, modes, lowers)
     plans = {i: pieces for i in pending if not kept[i] and runs[i].bounds.size < 8 * runs[i].n_starts
              and (pieces := runs[i].search_more())}
