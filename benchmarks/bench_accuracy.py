@@ -309,6 +309,9 @@ def main():
               + f" (true {case.true_rank})", flush=True)
         table[case.name] = dict(case=case.__dict__, seed=args.seed, counts=counts, ranks=ranks, picks=picks,
                                 results={m: {str(k): v for k, v in r.items()} for m, r in results.items()})
+        if args.json:  # after every case: an interrupted run's SMC is reusable (--reuse-smc)
+            with open(args.json, "w") as f:
+                json.dump(table, f, indent=1, default=float)
 
     print()
     print(f"summary over {len(table)} cases ({time.perf_counter() - t_start:.0f} s; "
@@ -331,9 +334,6 @@ def main():
         if holds:
             print(f"  {method:<5} ranks out by their bracket alone: {len(holds)}; the bracket holds the SMC's value "
                   f"in {sum(holds)}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(table, f, indent=1, default=float)
 
 
 if __name__ == "__main__":

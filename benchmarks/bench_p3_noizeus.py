@@ -1,48 +1,55 @@
 """Protocol P3 (Şimşekli et al. 2016, section 4.2): the NMF rank of a speech spectrogram, NOIZEUS.
 
-The training matrix is the magnitude spectrogram of the first 20 clean NOIZEUS
-sentences (Hamming window of 512 samples, 50% overlap), 1661 frames x 257 bins
-(the paper's 257 x 1661, transposed: frames are rows here). The evidence of
-ranks 32, 64, 128, 256 and 512 is estimated by STI (``method="sti"``) with
-the paper's ladder size and chain lengths (T = 5, K = 1250 of which the last
-500 are kept, 8 x 8 blocks; ``--sampler``: pSGLD, the package's STI sampler,
-or the paper's SGLD) and printed with the time per rank, the whole run's wall
-time and peak memory, and the kernel's GFLOP/s next to this machine's dgemm
-GFLOP/s measured in the same run.
+The training matrix is the spectrogram of the first 20 clean NOIZEUS
+sentences (Hamming window of 512 samples, 50% overlap), 1661 frames x 257
+bins (the paper's 257 x 1661, transposed: frames are rows here). The
+evidence of ranks 32, 64, 128, 256 and 512 is what a user gets: the command
+``skevidence nmf-rank sp01.wav ... sp20.wav --ranks ... --n-jobs 2``, run
+as a process of its own (its wall time and peak resident memory are
+printed), at two models (``--models``):
 
-The paper's oracle follows (its Fig. 4), printed next to the evidence curve:
+- ``default``: the command's defaults, the exponential (Itakura-Saito)
+  likelihood of the power spectrogram with the automatic prior rate;
+- ``paper``: the paper's model, Poisson on 16-bit magnitudes with prior rate
+  0.0004 (``--likelihood poisson --scale 1 --prior-rate 0.0004``).
+
+``--method sti`` runs the paper's method instead (``--sampler``,
+``--temperatures``, ``--n-samples``, ``--n-burnin`` as in the command);
+``--max-time`` is passed on to referenced TI.
+
+The paper's oracle follows (its Fig. 4), printed next to each evidence curve:
 for every rank a speech dictionary is trained on the same 20 clean sentences
-(:class:`~skevidence.SemiSupervisedNMF`: ``--oracle-likelihood poisson``, the
-paper's model, on 16-bit magnitudes with its prior rate 0.0004, or
-``exponential``, Itakura-Saito NMF of the power spectrogram), held fixed, and
-the held-out sentences 21-30 in the chosen noises and SNR are enhanced with 5
-noise atoms and the Wiener mask (``--sparsity``: the penalty on the speech
-activations, which keeps the speech dictionary from explaining the noise);
-SDR, SIR and SAR of the speech estimate are BSS_EVAL 3.0
-(``mir_eval.separation``, in the ``benchmark`` extra), with the speech and the
-noise (mixture minus clean) as the two references, averaged over the
+by :class:`~skevidence.SemiSupervisedNMF` under the model's likelihood
+(Poisson on magnitudes, or exponential on the power spectrogram), held
+fixed, and the held-out sentences 21-30 in the chosen noises and SNR are
+enhanced with 5 noise atoms and the Wiener mask (``--sparsity``: the penalty
+on the speech activations, which keeps the speech dictionary from explaining
+the noise); SDR, SIR and SAR of the speech estimate are BSS_EVAL 3.0
+(``mir_eval.separation``, in the ``benchmark`` extra), with the speech and
+the noise (mixture minus clean) as the two references, averaged over the
 mixtures. ``--oracle-only`` runs the oracle alone.
 
 Usage::
 
-    python benchmarks/bench_p3_noizeus.py [--ranks 32 64 ...] [--scale 1e-3] [--n-jobs 2]
-        [--sampler psgld|sgld] [--temperatures 5] [--n-samples 1250] [--n-burnin 750] [--n-blocks 8]
-        [--noizeus PATH] [--noises street car ...] [--snr 5] [--no-sdr] [--profile-rank 256]
-        [--oracle-likelihood poisson|exponential] [--sparsity 0.3] [--oracle-only]
+    python benchmarks/bench_p3_noizeus.py [--ranks 32 64 ...] [--models default paper] [--n-jobs 2]
+        [--method rti|sti] [--max-time S] [--noizeus PATH] [--noises street babble ...] [--snr 5]
+        [--no-sdr] [--sparsity 0.3] [--oracle-only] [--profile-rank 256]
 
-Last, a profile of one iteration at ``--profile-rank`` (one numba thread and
-one BLAS thread, as in each ``n_jobs=2`` worker): the whole chain's time per
-iteration (``skevidence.cp.kernels.sgmcmc.run_chain``) next to its parts timed
-alone, the three BLAS products of the B blocks, the Langevin normals of the
+``--profile-rank`` adds a profile of one iteration of the paper's SG-MCMC
+chain at that rank (one numba thread and one BLAS thread, as in each
+``n_jobs=2`` worker): the whole chain's time per iteration
+(``skevidence.cp.kernels.sgmcmc.run_chain``) next to its parts timed alone,
+the three BLAS products of the B blocks, the Langevin normals of the
 (I + J) R parameters and the SGLD or pSGLD update of them (the kernel's own
 update function), against this machine's one-thread dgemm rate.
 """
 
 import argparse
-import math
+import json
 import os
-import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,7 +58,7 @@ import numpy as np
 from numba import njit
 
 import skevidence
-from skevidence import EvidenceGridSearch, PoissonNMF, SemiSupervisedNMF
+from skevidence import SemiSupervisedNMF
 from skevidence._config import PSGLD_ALPHA, PSGLD_SIGMA
 from skevidence.audio import SpectrogramTransformer, load_audio
 from skevidence.cp.data import CPData, block_bounds
@@ -123,28 +130,50 @@ def sdr_oracle(ranks, training, root, noises, snr, *, train_iter, separation_ite
     return rows, baseline, len(mixtures)
 
 
+#: The command line of each model (``--models``): the command's defaults, and the paper's model.
+MODELS = {
+    "default": dict(args=[], oracle="exponential"),
+    "paper": dict(args=["--likelihood", "poisson", "--scale", "1", "--prior-rate", "0.0004"], oracle="poisson"),
+}
+
+
+def run_command(files, model, args):
+    """Run ``skevidence nmf-rank`` on ``files`` as a process of its own: ``(record, wall s, peak MB, exit)``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        command = [sys.executable, "-m", "skevidence", "nmf-rank", *map(str, files), "--ranks",
+                   *map(str, args.ranks), "--n-jobs", str(args.n_jobs), "--method", args.method,
+                   *MODELS[model]["args"], "--json", str(out)]
+        if args.method == "sti":
+            command += ["--sampler", args.sampler]
+        elif args.max_time is not None:
+            command += ["--max-time", str(args.max_time)]
+        print("$ " + " ".join(["skevidence", *command[3:]]).replace(str(files[0].parent) + "/", ""), flush=True)
+        start = time.perf_counter()
+        process = subprocess.Popen(command)
+        _, status, usage = os.wait4(process.pid, 0)  # this process's own peak memory
+        wall = time.perf_counter() - start
+        record = json.loads(out.read_text()) if out.exists() else None
+    return record, wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[32, 64, 128, 256, 512])
-    parser.add_argument("--scale", type=float, default=1e-3, help="factor on 16-bit sample units")
-    parser.add_argument("--prior-rate", type=float, default=None, help="default 1/sqrt(mean(X))")
-    parser.add_argument("--sampler", default="psgld", choices=("psgld", "sgld"))
-    parser.add_argument("--temperatures", type=int, default=5)
-    parser.add_argument("--n-samples", type=int, default=1250)
-    parser.add_argument("--n-burnin", type=int, default=750)
-    parser.add_argument("--n-blocks", type=int, default=8)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--method", default="rti", choices=("rti", "sti"))
+    parser.add_argument("--max-time", type=float, help="the command's --max-time (rti)")
+    parser.add_argument("--sampler", default="psgld", choices=("psgld", "sgld"), help="the command's (sti)")
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--profile-rank", type=int, default=256, help="rank of the one-iteration profile")
+    parser.add_argument("--profile-rank", type=int, help="rank of the one-iteration profile of the SG-MCMC chain")
     parser.add_argument("--noizeus", default=None)
-    parser.add_argument("--noises", nargs="+", default=list(NOISES), choices=NOISES)
+    parser.add_argument("--noises", nargs="+", default=["street", "babble"], choices=NOISES)
     parser.add_argument("--snr", type=int, default=5, choices=(0, 5, 10, 15))
     parser.add_argument("--train-iter", type=int, default=150, help="EM iterations of the speech dictionary")
     parser.add_argument("--separation-iter", type=int, default=25, help="EM iterations on each mixture")
     parser.add_argument("--no-sdr", action="store_true", help="skip the SDR oracle")
     parser.add_argument("--oracle-only", action="store_true", help="the SDR oracle alone (no evidence)")
-    parser.add_argument("--oracle-likelihood", default="poisson", choices=("poisson", "exponential"),
-                        help="the oracle's model: Poisson on magnitudes, or exponential on the power spectrogram")
-    parser.add_argument("--sparsity", type=float, default=0.0, help="penalty on the speech activations")
+    parser.add_argument("--sparsity", type=float, default=0.3, help="penalty on the speech activations")
     args = parser.parse_args()
 
     root = _noizeus_root(args.noizeus)
@@ -152,81 +181,51 @@ def main():
     print(f"P3 (Şimşekli et al. 2016 §4.2) — skevidence {skevidence.__version__}, {git_state()}")
     print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}, BLAS {blas_threads()}")
     print(f"dgemm 1000x1000: best {gf_best:.1f} GFLOP/s, median {gf_median:.1f} GFLOP/s")
-
-    waveforms = []
-    for k in range(1, 21):
-        x, rate = load_audio(root / "clean" / f"sp{k:02d}.wav")
-        waveforms.append(x)
-    if args.oracle_only:
-        print_oracle(args, waveforms, root)
-        return
-    X = SpectrogramTransformer(scale=32768.0 * args.scale, sample_rate=rate).fit_transform(waveforms)
-    lam = args.prior_rate or 1.0 / math.sqrt(X.mean())
-    print(f"training matrix {X.shape[0]} x {X.shape[1]} (paper: 257 x 1661 transposed), "
-          f"sum {X.sum():.4g}, mean {X.mean():.4g}, max {X.max():.4g}; scale {args.scale:g}, prior rate {lam:.4g}")
-    print(f"STI: {args.sampler}, T={args.temperatures}, K={args.n_samples} (last "
-          f"{args.n_samples - args.n_burnin} kept), {args.n_blocks}x{args.n_blocks} blocks, n_jobs={args.n_jobs}")
-
-    start = time.perf_counter()
-    # The paper's ranks go to 512, above min(I, J) = 257: the evidence of the over-complete model is well
-    # defined. The protocol searches PoissonNMF's ranks with EvidenceGridSearch, one fit a rank (what
-    # BayesianNMFRankSelector(method="sti") runs too; its staged refinement is for method="rti").
-    base = PoissonNMF(
-        prior_rate=lam, method="sti", random_state=0, verbose=1,
-        method_params=dict(sampler=args.sampler, temperatures=args.temperatures, n_samples=args.n_samples,
-                           n_burnin=args.n_burnin, n_blocks=args.n_blocks),
-    )
-    search = EvidenceGridSearch(base, {"n_components": list(args.ranks)}, n_jobs=args.n_jobs, verbose=1).fit(X)
-    results = search.cv_results_
-    ranks = np.asarray(args.ranks)
-    log_z, log_z_std = results["mean_test_score"], results["std_log_evidence"]
-    best_rank = int(search.best_params_["n_components"])
-    wall = time.perf_counter() - start
-    peak_mb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    gf_end, _ = blas_gflops()
-
-    I, J = X.shape
-    n_iter = args.temperatures * args.n_samples  # t = 0 is exact prior draws, scored on one part each
-    print()
-    print(f"{'rank':>5} {'log-evidence':>14} {'± SE':>9} {'P':>6} {'fit(s)':>8} {'GFLOP/s':>8} {'/dgemm':>7}")
-    for k, rank in enumerate(ranks):
-        fit_time = results["mean_fit_time"][k]
-        # Counted flops: per iteration, V = W_b H_b and the two gradient products over a part (IJ/B entries).
-        flops = 6.0 * (I * J / args.n_blocks) * rank * n_iter
-        gflops = flops / fit_time / 1e9
-        print(f"{rank:>5} {log_z[k]:14.1f} {log_z_std[k]:9.1f} "
-              f"{results['model_probability'][k]:6.3f} {fit_time:8.1f} {gflops:8.2f} {gflops / gf_best:7.1%}")
-    print(f"\nargmax: {best_rank} (paper: 256)")
-    print(f"wall time, all ranks: {wall:.1f} s (target ≤ 90 s on 2 cores; paper: 9 min on 4 cores in C)")
-    print(f"peak resident memory: {peak_mb:.0f} MB (target ≤ 1024 MB)")
-    print(f"dgemm at the end: best {gf_end:.1f} GFLOP/s; load {os.getloadavg()[0]:.2f}")
-    print("GFLOP/s counts 6·(IJ/B)·R flops per iteration over the rank's fit time (one worker, "
-          "one numba thread when n_jobs=2); /dgemm divides by the best 2-thread dgemm rate above.")
-    profile_iteration(X, args.profile_rank, args.n_blocks, lam, args.sampler)
-    if not args.no_sdr:
-        print_oracle(args, waveforms, root, log_z, best_rank)
+    files = [root / "clean" / f"sp{k:02d}.wav" for k in range(1, 21)]
+    waveforms = [load_audio(path)[0] for path in files]
+    for model in args.models:
+        print(f"\n== {model} model ==", flush=True)
+        record, wall, peak, code = (None, None, None, 0) if args.oracle_only else run_command(files, model, args)
+        if record is not None:
+            print(f"\n{model} model: wall time {wall:.1f} s (target <= 540 s, the paper's 9 min on 4 cores; 900 s at "
+                  f"the least), peak resident memory {peak:.0f} MB (target <= 4096 MB); chosen rank "
+                  f"{record['best_rank']} (paper: 256); {record['decision']}")
+        elif not args.oracle_only:
+            print(f"\n{model} model: the command failed (exit {code}) after {wall:.1f} s, peak {peak:.0f} MB")
+        if not args.no_sdr:
+            print_oracle(args, waveforms, root, MODELS[model]["oracle"], record)
+    if args.profile_rank:
+        X = SpectrogramTransformer(scale=32768.0, sample_rate=8000).fit_transform(waveforms)
+        profile_iteration(X, args.profile_rank, 8, 0.0004, args.sampler)
 
 
-def print_oracle(args, waveforms, root, log_z=None, best_rank=None):
-    """The SDR oracle's table, next to the evidence curve where there is one."""
+def print_oracle(args, waveforms, root, likelihood, record=None):
+    """The SDR oracle's table, next to the evidence curve of ``record`` (the command's JSON) where there is one."""
     start = time.perf_counter()
     rows, baseline, n_mix = sdr_oracle(
         args.ranks, waveforms, root, args.noises, args.snr, train_iter=args.train_iter,
-        separation_iter=args.separation_iter, likelihood=args.oracle_likelihood, sparsity=args.sparsity,
+        separation_iter=args.separation_iter, likelihood=likelihood, sparsity=args.sparsity,
     )
     print(f"\nOracle (paper's Fig. 4): {n_mix} held-out mixtures (sentences 21-30, "
-          f"{len(args.noises)} noises at {args.snr} dB), {args.oracle_likelihood} likelihood, sparsity "
+          f"{len(args.noises)} noises at {args.snr} dB), {likelihood} likelihood, sparsity "
           f"{args.sparsity:g}, {args.train_iter} EM iterations to train, {args.separation_iter} to separate; "
           "BSS_EVAL 3.0 (mir_eval), means in dB")
-    print(f"{'rank':>5} {'log-evidence':>14} {'SDR':>7} {'SIR':>7} {'SAR':>7} {'gain':>6} {'time(s)':>8}")
-    print(f"{'mix':>5} {'':>14} {baseline:7.2f} {'-':>7} {'-':>7}")
-    for k, rank in enumerate(args.ranks):
+    print(f"{'rank':>5} {'log-evidence':>14} {'± SE':>9} {'status':>10} {'SDR':>7} {'SIR':>7} {'SAR':>7} {'gain':>6} "
+          f"{'time(s)':>8}")
+    print(f"{'mix':>5} {'':>14} {'':>9} {'':>10} {baseline:7.2f} {'-':>7} {'-':>7}")
+    evidence = {}
+    if record is not None:
+        evidence = {r: (v, e, st) for r, v, e, st in zip(record["ranks"], record["log_evidence"],
+                                                        record["log_evidence_std"], record["status"])}
+    for rank in args.ranks:
         sdr, sir, sar, seconds = rows[rank]
-        evidence = f"{log_z[k]:14.1f}" if log_z is not None else f"{'-':>14}"
-        print(f"{rank:>5} {evidence} {sdr:7.2f} {sir:7.2f} {sar:7.2f} {sdr - baseline:+6.2f} {seconds:8.1f}")
+        v, e, st = evidence.get(rank, (None, None, "-"))
+        text = f"{v:14.1f} {e:9.1f}" if v is not None else f"{'-':>14} {'-':>9}"
+        print(f"{rank:>5} {text} {st:>10} {sdr:7.2f} {sir:7.2f} {sar:7.2f} {sdr - baseline:+6.2f} {seconds:8.1f}")
     best_sdr = max(rows, key=lambda r: rows[r][0])
-    print(f"evidence argmax {best_rank}, SDR argmax {best_sdr}; oracle time {time.perf_counter() - start:.1f} s")
+    chosen = record["best_rank"] if record is not None else "-"
+    print(f"evidence's choice {chosen}, the oracle's (best SDR) {best_sdr}; oracle time "
+          f"{time.perf_counter() - start:.1f} s")
 
 
 @njit(cache=False)

@@ -145,6 +145,44 @@ def _seed_numba(seed):
     np.random.seed(seed)  # noqa: NPY002 (numba's generator has the legacy API only)
 
 
+@pytest.mark.parametrize("swapped", [False, True])
+@pytest.mark.parametrize("offsets", [[0, 4, 9], [0, 3, 5, 9]])
+def test_ridge_moves_carry_the_transpositions_sum(offsets, swapped):
+    """A sweep over the identity and the transpositions (``R > 6``), whose sum it carries row by row, moves as
+    the same sweep over them listed as permutations, each ridge summed afresh.
+
+    ``swapped``: two components sit at each other's ``q`` factors, so their
+    transposition makes up nearly all of the sum (the carried sum is then
+    summed afresh for them).
+    """
+    rng = np.random.default_rng(len(offsets) + swapped)
+    R, t = 8, 0.5
+    offsets = np.array(offsets, dtype=np.int64)
+    D = offsets[-1]
+    alpha = rng.uniform(2.0, 30.0, size=(D, R))
+    beta = alpha / rng.gamma(2.0, 0.5, size=(D, R))
+    phi0 = np.log(rng.gamma(alpha) / beta)
+    if swapped:
+        phi0[:, [0, 1]] = phi0[:, [1, 0]]
+    listed = [np.arange(R)]
+    for a, b in itertools.combinations(range(R), 2):
+        p = np.arange(R)
+        p[[a, b]] = b, a
+        listed.append(p)
+    log_norm = alpha * np.log(beta) - special.gammaln(alpha)
+    moved = []
+    for perms in (np.zeros((0, R), dtype=np.int64), np.array(listed)):
+        _seed_numba(1)
+        phi, lik_grad = phi0.copy(), np.ones((D, R))
+        for _ in range(5):
+            _scale_moves(t, phi, offsets, alpha, log_norm, beta, np.full(D, 0.7), perms, np.empty((R, R)),
+                         np.empty(len(perms)), lik_grad)
+        moved.append((phi, lik_grad))
+    assert np.abs(moved[0][0] - phi0).max() > 0.1
+    np.testing.assert_allclose(moved[0][0], moved[1][0], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(moved[0][1], moved[1][1], rtol=1e-9)
+
+
 def test_ridge_moves_keep_their_target():
     """Slice moves along the scale ridges sample the target restricted to them, whatever the work array holds.
 

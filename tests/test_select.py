@@ -232,3 +232,16 @@ def test_a_rank_only_its_mode_search_keeps_in_searches_before_any_ladder():
     runs[2].bracketed_at = 0.5  # a better mode since its bracket: bracketed again first
     runs[2].bracket = lambda: ["bracket"]
     assert _screen(state) == {2: ["bracket"]}
+
+
+def test_split_start_splits_the_largest_component_of_many_rows():
+    """A warm start splits the component of the largest geometric mean, also where the product of a
+    thousand rows overflows, and keeps every entry's intensity."""
+    from skevidence.cp.reference import _split_start
+
+    F = np.full((2000, 3), 10.0)
+    F[:, 1] *= 2.0
+    with np.errstate(all="raise"):
+        G = _split_start(F, 4, np.random.RandomState(0))
+    np.testing.assert_allclose(G[:, [0, 2]], F[:, [0, 2]])
+    np.testing.assert_allclose(G[:, 1] + G[:, 3], F[:, 1])

@@ -66,7 +66,7 @@ def _split_start(F, R, rng):
     """
     F = np.array(F, dtype=np.float64)
     while F.shape[1] < R:
-        r = int(np.argmax(np.prod(np.abs(F), axis=0) ** (1.0 / F.shape[0])))
+        r = int(np.argmax(np.log(np.maximum(np.abs(F), 1e-300)).sum(axis=0)))  # the largest geometric mean
         u = rng.uniform(0.25, 0.75, size=F.shape[0])
         part = F[:, r].copy()
         F[:, r] = u * part

@@ -269,6 +269,11 @@ class RankRun:
         return np.array([f[0] for f in self.fits])
 
     @property
+    def n_bracket(self):
+        """Draws a bracket's chains keep: a quarter of a round's (a rank far below needs no more)."""
+        return max(self.settings["n_keep"] // 4, 4)
+
+    @property
     def mode_error(self):
         return mode_search_error(self.bounds)
 
@@ -276,8 +281,8 @@ class RankRun:
 
     def bracket(self):
         """The pieces that bracket the log-evidence from the reference (see the module): two of them, each
-        ``n_keep`` exact draws of ``q``, then a chain at :math:`t = 1` from the last of them (``n_burnin``
-        iterations that adapt its step, ``n_keep`` kept)."""
+        :attr:`n_bracket` exact draws of ``q``, then a chain at :math:`t = 1` from the last of them
+        (``n_burnin`` iterations that adapt its step, :attr:`n_bracket` kept)."""
         s = self.settings
         ends = np.array([0.0, 1.0])
 
@@ -285,7 +290,7 @@ class RankRun:
             phi = np.repeat(np.log(self.alpha / self.beta)[None], 2, axis=0)
             theta_sum = np.zeros_like(self.alpha)
             n_grad, U, _ = _chains(self, ends, np.arange(2), True, phi, np.full(2, 0.1), s["n_burnin"],
-                                   s["n_keep"], seed, theta_sum)
+                                   self.n_bracket, seed, theta_sum)
             return n_grad, U, theta_sum
 
         self._next = "bracketed"
@@ -492,10 +497,10 @@ class RankRun:
                 n_keep=n_kept)
         else:
             b = self.bracketed
-            posterior_mean = self.theta_sum / (2.0 * self.settings["n_keep"])
+            posterior_mean = self.theta_sum / (2.0 * self.n_bracket)
             temperatures, U_mean = np.array([0.0, 1.0]), np.array([b["lower"], b["upper"]])
             diagnostics.update(bracket=(b["lower"], b["upper"]), mc_error=b["mc"], lag_error=b["lag"],
-                               quadrature_error=b["quad"], n_temperatures=1, n_keep=self.settings["n_keep"])
+                               quadrature_error=b["quad"], n_temperatures=1, n_keep=self.n_bracket)
         diagnostics["elbo"] = float(U_mean[0])
         size = data.X.size if data.dense2 else data.vals.size
         return EvidenceResult(

@@ -54,34 +54,28 @@ __all__ = ["run_referenced_ladder", "symmetric_log_q"]
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms):
+def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms, fill=True):
     r""":math:`\log q_{\mathrm{sym}}` at ``theta`` (``phi = log theta``), and :math:`\log q` at the identity.
 
     ``log_norm_q`` holds :math:`\alpha\log\beta - \log\Gamma(\alpha)` per entry;
     ``C`` (``(R, R)``) and ``terms`` (one per relabelling) are work arrays.
+    ``fill=False``: ``C`` already holds its values at ``theta`` (as the
+    ridge moves leave it), and only the sum over relabellings is taken.
     """
-    D, R = phi.shape
-    # C = 1 const' + phi' (alpha - 1) - theta' beta, the products by BLAS.
-    C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta)
-    for s in range(R):
-        c = 0.0
-        for d in range(D):
-            c += log_norm_q[d, s]
-        for r in range(R):
-            C[r, s] += c
-    identity = 0.0
-    for r in range(R):
-        identity += C[r, r]
-    rest = np.empty(max(R, 3))
+    if fill:  # C = 1 const' + phi' (alpha - 1) - theta' beta, the products by BLAS
+        C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q.sum(axis=0)
+    identity = np.trace(C)
+    rest = np.empty(max(C.shape[0], 3))
     _without_row(C, 0, perms, terms, rest)
     return _row_lse(C, 0, perms, rest) - log_r_fact, identity
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms,
-              with_value):
+              with_value, fill_C):
     """Log target and integrand U at ``phi`` from the likelihood's value and gradient there; the leapfrog field
-    into ``grad_phi``. Without ``with_value`` only the field is computed (``0, 0`` returned)."""
+    into ``grad_phi``. Without ``with_value`` only the field is computed (``0, 0`` returned); ``fill_C``:
+    :func:`symmetric_log_q`'s ``fill``."""
     D, R = phi.shape
     log_prior = 0.0
     jac = 0.0
@@ -98,7 +92,7 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
                 jac += phi[d, r]
     if not with_value:
         return 0.0, 0.0
-    log_q, _ = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms)
+    log_q, _ = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms, fill_C)
     U = loglik + log_prior - log_q
     return t * U + log_q + jac, U
 
@@ -115,7 +109,7 @@ def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, the
     loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums,
                             with_value)
     logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact,
-                        C, terms, with_value)
+                        C, terms, with_value, True)
     return logp, U, loglik
 
 
@@ -154,23 +148,45 @@ def _without_row(C, r, perms, terms, rest):
             if np.isfinite(rest[j]):
                 rest[j] += math.log(acc[j])
         return
-    trace = 0.0
-    for s in range(R):
-        if s != r:
-            trace += C[s, s]
-    best = 0.0
-    for a in range(R):
-        for b in range(a + 1, R):
-            if a != r and b != r:
-                best = max(best, C[a, b] + C[b, a] - C[a, a] - C[b, b])
-    acc = math.exp(-best)
-    for a in range(R):
-        for b in range(a + 1, R):
-            if a != r and b != r:
-                acc += math.exp(C[a, b] + C[b, a] - C[a, a] - C[b, b] - best)
-    rest[0] = trace
-    rest[1] = best
-    rest[2] = acc
+    rest[0] = np.trace(C) - C[r, r]
+    rest[1], rest[2] = _other_swaps(C, r)
+    rest[2] += math.exp(-rest[1])  # the identity
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _other_swaps(C, r):
+    r"""``(shift, sum)``: :math:`\sum \exp(C_{ab} + C_{ba} - C_{aa} - C_{bb} - \mathrm{shift})` over the
+    transpositions :math:`(a\,b)` of two components other than ``r`` (``r = -1``: every one), with
+    ``shift`` the largest exponent or 0 if that is larger: :math:`O(R^2)`."""
+    d = np.diag(C).copy()
+    gains = C + C.T - d.reshape((-1, 1)) - d.reshape((1, -1))  # symmetric: every pair twice
+    np.fill_diagonal(gains, -np.inf)
+    if r >= 0:
+        gains[r], gains[:, r] = -np.inf, -np.inf
+    shift = max(0.0, gains.max())
+    return shift, 0.5 * np.exp(gains - shift).sum()
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _own_swaps(C, r, shift):
+    r""":math:`\sum_{b \ne r} \exp(C_{rb} + C_{br} - C_{rr} - C_{bb} - \mathrm{shift})`, the transpositions of
+    ``r``: :math:`O(R)`."""
+    gains = C[r] + C[:, r] - C[r, r] - np.diag(C)
+    gains[r] = -np.inf
+    return np.exp(gains - shift).sum()
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _swaps_without(C, r, shift, total, rest):
+    """:func:`_without_row` over the identity and the transpositions from ``total``, the transpositions' sum
+    at ``shift`` (:func:`_other_swaps`), less those of ``r``: :math:`O(R)`. Where ``r``'s own make up nearly
+    all of it (the difference would lose its digits) the rest is summed afresh. Returns ``(shift, the rest's
+    transpositions)``."""
+    other = total - _own_swaps(C, r, shift)
+    if not math.exp(-shift) + other > 1e-6 * (math.exp(-shift) + total):
+        shift, other = _other_swaps(C, r)
+    rest[0], rest[1], rest[2] = np.trace(C) - C[r, r], shift, math.exp(-shift) + other
+    return shift, other
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -232,8 +248,9 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     mode the pieces of ``C`` are products of ``R x n`` and ``n x R`` arrays
     (BLAS), and a move along a ridge rescales one row of each, so a sweep
     costs :math:`O(D R^2)` once, each ridge :math:`O(R\,R!)` (every
-    relabelling, :func:`_without_row`) or :math:`O(R^2)` (the identity and
-    transpositions) once, and each evaluation of the conditional :math:`O(R)`. The
+    relabelling, :func:`_without_row`) or :math:`O(R)` (the identity and
+    transpositions, whose sum the sweep carries) once, and each evaluation of
+    the conditional :math:`O(R)`. The
     likelihood's gradient ``lik_grad`` (with respect to the factors) is
     carried along the ridges, where it scales by :math:`1/c` and :math:`c`.
     """
@@ -242,10 +259,8 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     theta = np.exp(phi)
     # Per mode n: A[n] = phi_n' (alpha_n - 1), B[n] = theta_n' beta_n, their q-density constants, the
     # column sums of alpha_n - 1 and the prior's rate-weighted sums of theta_n.
-    A = np.empty((N, R, R))
-    B = np.empty((N, R, R))
-    a_sum = np.empty((N, R))
-    lam_sum = np.empty((N, R))
+    A, B = np.empty((2, N, R, R))
+    a_sum, lam_sum = np.empty((2, N, R))
     for n in range(N):
         lo, hi = offsets[n], offsets[n + 1]
         A[n] = np.dot(phi[lo:hi].T.copy(), alpha[lo:hi] - 1.0)
@@ -253,11 +268,13 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
         a_sum[n] = (alpha[lo:hi] - 1.0).sum(axis=0)
         lam_sum[n] = np.dot(rates[lo:hi], theta[lo:hi])
     C[:, :] = log_norm_q.sum(axis=0) + (A - B).sum(axis=0)
-    a_diff = np.empty(R)
-    b0 = np.empty(R)
-    bm = np.empty(R)
-    c_base = np.empty(R)
+    a_diff, b0, bm, c_base = np.empty((4, R))
     rest = np.empty(max(R, 3))
+    # Over the identity and the transpositions, the transpositions' sum is kept through the sweep: a move
+    # along component r's ridge changes row r of C alone, so only r's own transpositions are summed again.
+    swaps = perms.shape[0] == 0
+    shift, total = _other_swaps(C, -1) if swaps else (0.0, 0.0)
+    other = 0.0
     for r in range(R):
         for m in range(1, N):
             c_base[:] = C[r]
@@ -267,7 +284,10 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
             lam0 = lam_sum[0, r]
             lamm = lam_sum[m, r]
             n_diff = float(offsets[1] - (offsets[m + 1] - offsets[m]))
-            _without_row(C, r, perms, terms, rest)
+            if swaps:
+                shift, other = _swaps_without(C, r, shift, total, rest)
+            else:
+                _without_row(C, r, perms, terms, rest)
             f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest)
             level = f0 + math.log(np.random.random())
             width = 1.0
@@ -295,6 +315,10 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
             # Row r of C at the chosen point (the last evaluation may have been elsewhere), and the pieces
             # that move with it.
             _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest)
+            if swaps:
+                total = other + _own_swaps(C, r, shift)
+                if not 1e-200 < math.exp(-shift) + total < 1e200:  # a stale shift: sum them afresh
+                    shift, total = _other_swaps(C, -1)
             eu = math.exp(u)
             emu = 1.0 / eu
             A[0, r] += u * a_sum[0]
@@ -343,21 +367,14 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     N = offsets.shape[0] - 1
     phi = phi_levels[levels[0]].copy()
     step = step_levels[levels[0]]
-    theta = np.empty((D, R))
-    grad = np.empty((D, R))
-    lik_grad = np.empty((D, R))
-    lik_grad_new = np.empty((D, R))
+    theta, grad, lik_grad, lik_grad_new, phi_new, grad_new, p, log_norm_q = np.empty((8, D, R))
     sums = np.empty((N, R))
     C = np.empty((R, R))
-    log_norm_q = np.empty((D, R))
     for d in range(D):
         for r in range(R):
             log_norm_q[d, r] = alpha[d, r] * math.log(beta[d, r]) - math.lgamma(alpha[d, r])
     sqrt_inv_mass = np.sqrt(inv_mass)
     terms = np.empty(perms.shape[0])
-    phi_new = np.empty((D, R))
-    grad_new = np.empty((D, R))
-    p = np.empty((D, R))
     n_grad = 0
     for i in range(levels.shape[0]):
         level = levels[i]
@@ -425,11 +442,12 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                     U = U_new
                     loglik = loglik_new
             if scale_moves:
-                # The likelihood is the same along the ridges: no gradient pass is needed.
+                # The likelihood is the same along the ridges: no gradient pass is needed, and the moves leave
+                # C at the new point.
                 _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms, lik_grad)
                 np.exp(phi, theta)
                 logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, perms,
-                                    log_r_fact, C, terms, WITH_VALUE)
+                                    log_r_fact, C, terms, WITH_VALUE, False)
             if it < n_burnin:
                 m = it + 1.0
                 h_bar = (1.0 - 1.0 / (m + 10.0)) * h_bar + (0.8 - acc_prob) / (m + 10.0)
