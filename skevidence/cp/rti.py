@@ -152,7 +152,6 @@ class _Ladder:
         self.run = run
         self.rng = np.random.RandomState(seed)
         self.theta_sum = np.zeros_like(run.alpha)
-        self.n_grad = 0
 
     def _piece(self, levels, chained, n_burnin, n_keep):
         """A piece of work: the chains of ``levels`` (from their entries in ``phi``), with a seed of its own."""
@@ -402,7 +401,8 @@ class RankRun:
             if first or self.bounds.max() > previous:
                 self._take_reference()  # a better mode: the ladders start again from it
             self._next = None
-            new = self.estimated  # the same mode: the estimate stands, with a new mode-search piece
+            # The first search (reported as it is), or the same mode: the estimate stands, with a new mode piece.
+            new = self.estimated or self.bracketed is None
         elif self._next == "bracketed":
             self.n_grad += sum(res[0] for res in results)
             self._take_bracket(results)
@@ -450,7 +450,10 @@ class RankRun:
         return math.nan, math.nan
 
     def summary(self):
-        """One line: the estimate, its error bar and its pieces."""
+        """One line: the estimate, its error bar and its pieces (before the bracket: the reference's search)."""
+        if self.bracketed is None and not self.rounds:
+            return (f"rank {self.n_components}, reference fitted from {self.bounds.size} starts: best bound "
+                    f"{self.best_bound:.2f}, mode search {self.mode_error:.2f}, {self.time:.1f} s")
         if not self.rounds:
             b = self.bracketed
             return (f"rank {self.n_components}, bracketed between {b['lower']:.2f} (q) and {b['upper']:.2f} "

@@ -148,10 +148,8 @@ def _refinement(state, tol):
 def _run_pass(state, plans, n_jobs, report):
     """Run the pieces the ``plans`` (rank index -> pieces) hold, costliest first; finish every rank's step."""
     order = sorted(plans, key=lambda i: -state.runs[i].n_components)
-    pieces, owners = [], []
-    for i in order:
-        pieces += plans[i]
-        owners += [i] * len(plans[i])
+    pieces = [piece for i in order for piece in plans[i]]
+    owners = [i for i in order for _ in plans[i]]
     start = time.perf_counter()
     results = run_pieces([_guarded(piece) for piece in pieces], n_jobs)
     elapsed = time.perf_counter() - start
