@@ -99,6 +99,16 @@ def naive_log_q_sym(theta, alpha, beta, perms):
     return special.logsumexp(logs) - math.lgamma(theta.shape[1] + 1)
 
 
+def identity_and_transpositions(R):
+    """The relabellings an empty ``perms`` stands for, listed: the identity, then every transposition."""
+    listed = [np.arange(R)]
+    for a, b in itertools.combinations(range(R), 2):
+        p = np.arange(R)
+        p[[a, b]] = b, a
+        listed.append(p)
+    return np.array(listed)
+
+
 @pytest.mark.parametrize("R", [3, 8])
 def test_transpositions_are_summed_in_closed_form(R):
     """An empty relabelling array stands for the identity and every transposition (``R > 6``)."""
@@ -107,11 +117,7 @@ def test_transpositions_are_summed_in_closed_form(R):
     alpha = rng.gamma(3.0, 1.0, size=(D, R)) + 0.5
     beta = rng.gamma(3.0, 1.0, size=(D, R))
     theta = rng.gamma(2.0, 0.5, size=(D, R))
-    swaps = [np.arange(R)]
-    for a, b in itertools.combinations(range(R), 2):
-        p = np.arange(R)
-        p[[a, b]] = b, a
-        swaps.append(p)
+    swaps = identity_and_transpositions(R)
     log_norm = alpha * np.log(beta) - special.gammaln(alpha)
     value, _ = symmetric_log_q(np.log(theta), theta, alpha, log_norm, beta, np.zeros((0, R), dtype=np.int64),
                                math.lgamma(R + 1), np.empty((R, R)), np.empty(0))
@@ -128,9 +134,7 @@ def test_one_row_changed_costs_one_row(R, every_relabelling):
     C = rng.normal(scale=3.0, size=(R, R))
     perms = (np.array(list(itertools.permutations(range(R))), dtype=np.int64) if every_relabelling
              else np.zeros((0, R), dtype=np.int64))
-    summed = perms if every_relabelling else [np.arange(R)] + [
-        np.where(np.arange(R) == a, b, np.where(np.arange(R) == b, a, np.arange(R)))
-        for a, b in itertools.combinations(range(R), 2)]
+    summed = perms if every_relabelling else identity_and_transpositions(R)
     terms = np.empty(len(perms))
     rest = np.empty(max(R, 3))
     for r in sorted({0, R // 2, R - 1}):
@@ -164,14 +168,9 @@ def test_ridge_moves_carry_the_transpositions_sum(offsets, swapped):
     phi0 = np.log(rng.gamma(alpha) / beta)
     if swapped:
         phi0[:, [0, 1]] = phi0[:, [1, 0]]
-    listed = [np.arange(R)]
-    for a, b in itertools.combinations(range(R), 2):
-        p = np.arange(R)
-        p[[a, b]] = b, a
-        listed.append(p)
     log_norm = alpha * np.log(beta) - special.gammaln(alpha)
     moved = []
-    for perms in (np.zeros((0, R), dtype=np.int64), np.array(listed)):
+    for perms in (np.zeros((0, R), dtype=np.int64), identity_and_transpositions(R)):
         _seed_numba(1)
         phi, lik_grad = phi0.copy(), np.ones((D, R))
         for _ in range(5):

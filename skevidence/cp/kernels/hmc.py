@@ -148,9 +148,7 @@ def _without_row(C, r, perms, terms, rest):
             if np.isfinite(rest[j]):
                 rest[j] += math.log(acc[j])
         return
-    rest[0] = np.trace(C) - C[r, r]
-    rest[1], rest[2] = _other_swaps(C, r)
-    rest[2] += math.exp(-rest[1])  # the identity
+    _swaps_without(C, r, *_other_swaps(C, -1), rest)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
