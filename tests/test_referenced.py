@@ -717,9 +717,9 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
 
     seen = []
 
-    def spy(data, R, rates, start):
+    def spy(data, R, rates, start, max_iter=None):
         seen.extend(module["num_threads"] for module in threadpool_info() if module["user_api"] == "blas")
-        return 0.0, start, start
+        return 0.0, start, start, True
 
     monkeypatch.setitem(referenced._START_TOTAL, spy, 1.0)
     with threadpool_limits(2):
@@ -730,3 +730,31 @@ def test_reference_starts_do_not_depend_on_n_jobs_or_blas_threads(monkeypatch):
         pytest.skip("numpy's BLAS here is one threadpoolctl cannot see, so a fit's BLAS thread count cannot be "
                     "observed (numpy's own wheels, with their OpenBLAS, run this check)")
     assert set(seen) == {1}
+
+
+def test_a_screened_laplace_search_is_polished_once_before_the_ladders(monkeypatch):
+    """The first search's L-BFGS stops at the screen's count; before its ladders a rank continues every start
+    that stopped there, from where it stopped, once: to the mode a full fit from the same start reaches."""
+    from skevidence.cp import reference as referenced
+    from skevidence.cp import rti
+
+    monkeypatch.setattr(referenced, "_LAPLACE_MAX_ITER", (2, 2000))
+    rng = np.random.default_rng(4)
+    X = rng.exponential(rng.exponential(size=(30, 3)) @ rng.exponential(size=(3, 20)))
+    data = CPData.from_array(X, 1.0)
+    state, rates = np.random.RandomState(0), referenced._row_rates(1.0, data.shape)
+    full = [referenced.laplace_fit(data, 3, rates, referenced._random_start(data, 3, state, 1e-300))[0]
+            for _ in range(4)]
+    run = rti.RankRun(data, 3, 1.0, n_temperatures=4, n_burnin=0, n_keep=4, n_leapfrog=1,
+                      n_starts=4, max_starts=4, max_refinements=0, max_time=None, random_state=0)
+    run.finish(rti.run_pieces(run.plan(None), 1))
+    screened = run.bounds
+    assert not any(fit[3] for fit in run.fits)
+    pieces = run.plan(None)
+    assert len(pieces) == 4 and run.ladders is None
+    run.finish(rti.run_pieces(pieces, 2))
+    assert all(fit[3] for fit in run.fits) and np.allclose(run.bounds, full, rtol=0, atol=1e-2)
+    assert np.abs(screened - full).max() > 1.0
+    assert run.best_bound == run.bounds.max() and run.alpha is run.fits[np.argmax(run.bounds)][1]
+    run.plan(None)
+    assert run.ladders is not None  # polished once: the ladders start

@@ -188,17 +188,17 @@ def test_refinement_continues_the_chains():
 
 
 def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
-    import skevidence.cp.rti as rti
+    from skevidence.cp import reference
 
-    fit = rti.vb_fit
+    fit = reference.vb_fit
 
     def failing(data, R, rates, start):
         if R == 3:
             raise FloatingPointError("broken fit")
         return fit(data, R, rates, start)
 
-    monkeypatch.setattr(rti, "vb_fit", failing)
-    monkeypatch.setitem(rti._START_TOTAL, failing, rti._START_TOTAL[fit])
+    monkeypatch.setattr(reference, "vb_fit", failing)
+    monkeypatch.setitem(reference._START_TOTAL, failing, reference._START_TOTAL[fit])
     runs, errors = select_rank(_data(seed=4), [1, 2, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS,
                                random_state=0)
     assert list(errors) == [2] and "broken fit" in errors[2]

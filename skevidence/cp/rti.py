@@ -86,20 +86,10 @@ from .._validation import check_int, check_positive_real
 from ..evidence._ladder import rti_temperatures, simpson_weights
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
+from . import reference
 from .kernels.gibbs import relabel_permutations
 from .kernels.hmc import run_referenced_ladder
 from .likelihood import likelihood_kappa
-from .reference import (
-    _SEARCH_SHARE,
-    _START_TOTAL,
-    _random_start,
-    _row_rates,
-    _split_start,
-    as_data,
-    laplace_fit,
-    mode_search_error,
-    vb_fit,
-)
 
 __all__ = ["RankRun", "referenced_ti_log_evidence", "run_pieces"]
 
@@ -223,14 +213,16 @@ class RankRun:
         _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts,
                         max_refinements, max_time)
         self.data, self.n_components = data, n_components
-        self.rates = _row_rates(prior_rates, data.shape)
+        self.rates = reference._row_rates(prior_rates, data.shape)
         self.prior_rates = prior_rates
         self.settings = dict(n_temperatures=n_temperatures, n_burnin=n_burnin, n_keep=n_keep)
         self.n_leapfrog, self.n_starts, self.max_starts = n_leapfrog, n_starts, max(n_starts, max_starts)
         self.max_refinements, self.max_time = max_refinements, max_time
         self.init = list(init)
         self.rng = check_random_state(random_state)
-        self.fit = vb_fit if data.kappa == 0.0 else laplace_fit
+        self.fit = reference.vb_fit if data.kappa == 0.0 else reference.laplace_fit
+        # A Laplace fit's L-BFGS stops early until the rank, still in the running before its ladders, is polished.
+        self.polished = self.fit is reference.vb_fit
         # bracketed_at: the reference's bound when its bracket was taken (a better mode needs another).
         self.fits, self.ladders, self.rounds, self.bracketed, self.bracketed_at = [], None, [], None, None
         self.n_refinements, self.stop_reason, self.time, self.n_grad = 0, None, 0.0, 0
@@ -241,12 +233,22 @@ class RankRun:
     def _search(self, n):
         """Pieces that fit ``n`` more starts (the first search: half of them split ``init``'s components)."""
         warm = self.init[: self.n_starts // 2] if not self.fits else []
-        starts = [_split_start(warm[k % len(warm)], self.n_components, self.rng) if k < len(warm)
-                  else _random_start(self.data, self.n_components, self.rng, _START_TOTAL[self.fit])
-                  for k in range(n)]
         data, R, rates, fit = self.data, self.n_components, self.rates, self.fit
+        starts = [reference._split_start(warm[k % len(warm)], R, self.rng) if k < len(warm)
+                  else reference._random_start(data, R, self.rng, reference._START_TOTAL[fit]) for k in range(n)]
+        cap = {} if self.polished else {"max_iter": reference._LAPLACE_MAX_ITER[0]}
         self._next = "searched"
-        return [lambda start=start: fit(data, R, rates, start) for start in starts]
+        return [lambda start=start: fit(data, R, rates, start, **cap) for start in starts]
+
+    def _polish(self):
+        """Pieces that continue every start the first search stopped early to L-BFGS's full count, once, or
+        ``[]``: a rank far below the best is told apart by its bracket alone."""
+        if self.polished:
+            return []
+        self.polished, self._next = True, [k for k, f in enumerate(self.fits) if not f[3]]
+        data, R, rates = self.data, self.n_components, self.rates
+        return [lambda f=self.fits[k]: reference.laplace_fit(data, R, rates, f[1] / f[2], polish=True)
+                for k in self._next]
 
     def _take_reference(self):
         """Use the best start's fit as ``q``; the ladders start (again) from it."""
@@ -274,7 +276,7 @@ class RankRun:
 
     @property
     def mode_error(self):
-        return mode_search_error(self.bounds)
+        return reference.mode_search_error(self.bounds)
 
     # -- the steps ----------------------------------------------------------------------------------
 
@@ -339,10 +341,12 @@ class RankRun:
         if not self.fits:
             return self._search(self.n_starts)
         if self.ladders is None:
+            if pieces := self._polish():
+                return pieces
             # Two halves of the starts that disagree on the best mode by more than that share of tol: more
             # starts, before any chain runs from a reference a better mode would replace.
-            if tol is not None and self.mode_error > _SEARCH_SHARE * tol and self.bounds.size < self.max_starts \
-                    and not self._out_of_time():
+            if tol is not None and self.mode_error > reference._SEARCH_SHARE * tol \
+                    and self.bounds.size < self.max_starts and not self._out_of_time():
                 return self.search_more()
             seeds = self.rng.randint(0, 2**31 - 1, size=2)
             self.ladders = [_Ladder(self, seed) for seed in seeds]
@@ -361,7 +365,7 @@ class RankRun:
                                 if search else f"the chains' error is below tol={tol:g}")
             return []
         # What the chains' own pieces must reach for the whole bar to be within tol.
-        ti_target = math.sqrt(tol**2 - mode**2) if mode < _SEARCH_SHARE * tol else None
+        ti_target = math.sqrt(tol**2 - mode**2) if mode < reference._SEARCH_SHARE * tol else None
         if ti_target is None and chains <= mode and self.bounds.size >= self.max_starts:
             self.stop_reason = (f"{self.bounds.size} starts of the reference's fit found best modes {mode:.3g} "
                                 "nats apart, so the posterior has modes no chain here visits (a better one raises "
@@ -403,6 +407,11 @@ class RankRun:
             self._next = None
             # The first search (reported as it is), or the same mode: the estimate stands, with a new mode piece.
             new = self.estimated or self.bracketed is None
+        elif isinstance(self._next, list):  # polished: a better mode needs its bracket again
+            for k, fit in zip(self._next, results):
+                self.fits[k] = fit
+            self._take_reference()
+            self._next = None
         elif self._next == "bracketed":
             self.n_grad += sum(res[0] for res in results)
             self._take_bracket(results)
@@ -610,7 +619,7 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
     """
     if tol is not None:
         check_positive_real("tol", tol)
-    data = as_data(X, likelihood_kappa(likelihood, likelihood_shape), noise_floor)
+    data = reference.as_data(X, likelihood_kappa(likelihood, likelihood_shape), noise_floor)
     run = RankRun(data, n_components, prior_rates, n_temperatures=n_temperatures, n_burnin=n_burnin, n_keep=n_keep,
                   n_leapfrog=n_leapfrog, n_starts=n_starts, max_starts=max_starts, max_refinements=max_refinements,
                   max_time=max_time, init=init, random_state=random_state)

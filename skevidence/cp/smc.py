@@ -196,8 +196,7 @@ def _smc_run(idx, counts, offsets, rates, reference, n_particles, n_sweeps, min_
                 n_scan = min(n_units - k_new, _SCAN_BLOCK)
                 block = log_v[:, :n_scan]
                 log_intensity_block(particles, idx, unit_entry[k_new:k_new + n_scan], block)
-                accepted = next_stop(block, times[k_new:k_new + n_scan], s, slope_v, sum_log_v,
-                                     min_log_ess, k_new == k)
+                accepted = next_stop(block, times[k_new:k_new + n_scan], s, slope_v, sum_log_v, min_log_ess, k_new == k)
                 k_new += accepted
                 if accepted < n_scan:
                     break
@@ -229,8 +228,7 @@ def _smc_run(idx, counts, offsets, rates, reference, n_particles, n_sweeps, min_
         particles = particles[ancestors]
         active = np.flatnonzero(arrived)
         seeds = rng.integers(0, 2**32, size=n_particles, dtype=np.int64)
-        move_particles(particles, offsets, idx[active], arrived[active], rates, alpha, beta, perms, s, n_sweeps,
-                       seeds)
+        move_particles(particles, offsets, idx[active], arrived[active], rates, alpha, beta, perms, s, n_sweeps, seeds)
         visited += active.shape[0] * n_sweeps * n_particles
     # The constants reference_weights leaves out (the exposures' steps sum to one), and the data's.
     log_z += alpha.shape[1] * float(np.diff(offsets) @ np.log(rates))
@@ -390,8 +388,7 @@ def smc_log_evidence(
             report = progress(n_runs, f"SMC ({size} particles)", verbose)
             log_z, diags = [], []
             for seq in batch_root.spawn(1)[0].spawn(n_runs):
-                value, diag = _smc_run(stacked, counts, offsets, rates, q, size, n_sweeps, 0.0, seq,
-                                       pilot["schedule"])
+                value, diag = _smc_run(stacked, counts, offsets, rates, q, size, n_sweeps, 0.0, seq, pilot["schedule"])
                 log_z.append(value)
                 diags.append(diag)
                 report.update(1)
