@@ -212,11 +212,9 @@ def rusage_peaks_mb():
 
 # ---------------------------------------------------------------- sections
 def run_selection(X, args, prior_rate, n_samples, n_burnin):
-    selector = PARAFACRankSelector(
-        ranks=args.ranks, prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed, verbose=1,
-        method="sti", method_params=dict(n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS,
-                                         n_samples=n_samples, n_burnin=n_burnin),
-    )
+    sti = dict(n_blocks=N_BLOCKS, sampler=args.sampler, temperatures=N_TEMPS, n_samples=n_samples, n_burnin=n_burnin)
+    selector = PARAFACRankSelector(ranks=args.ranks, prior_rate=prior_rate, n_jobs=args.n_jobs, random_state=args.seed,
+                                   verbose=1, method=args.method, method_params=sti if args.method == "sti" else None)
     with PeakMemory() as memory, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
@@ -226,10 +224,11 @@ def run_selection(X, args, prior_rate, n_samples, n_burnin):
     return selector, wall, memory, (self_mb, child_mb), caught
 
 
-def print_selection(selector, wall, memory, rusage, caught, n_samples, n_burnin, true_rank):
+def print_selection(selector, wall, memory, rusage, caught, n_samples, n_burnin, true_rank, method):
     res = selector.cv_results_
     n_iter = N_TEMPS * n_samples  # plus n_samples - n_burnin exact prior draws at t = 0
-    print(f"{'rank':>5} {'log-evidence':>16} {'± SE':>8} {'P':>6} {'fit (s)':>8} {'ms/iter':>8}")
+    last = "ms/iter" if method == "sti" else "status"
+    print(f"{'rank':>5} {'log-evidence':>16} {'± SE':>8} {'P':>6} {'fit (s)':>8} {last:>10}")
     for k, rank in enumerate(selector.ranks_):
         t = res["mean_fit_time"][k]
         err = selector.errors_.get(int(rank))
@@ -237,7 +236,8 @@ def print_selection(selector, wall, memory, rusage, caught, n_samples, n_burnin,
             print(f"{rank:>5} {'failed':>16}  {err[:80]}")
             continue
         print(f"{rank:>5} {selector.log_evidence_[k]:16.1f} {selector.log_evidence_std_[k]:8.1f} "
-              f"{selector.model_probabilities_[k]:6.3f} {t:8.1f} {1e3 * t / n_iter:8.2f}")
+              f"{selector.model_probabilities_[k]:6.3f} {t:8.1f} "
+              + (f"{1e3 * t / n_iter:10.2f}" if method == "sti" else f"{res['status'][k]:>10}"))
     fit_sum = float(np.nansum(res["mean_fit_time"]))
     print(f"argmax: rank {selector.best_rank_} (true rank {true_rank}; paper on the real tensor: "
           "1, 9, 33 for prior rates 0.01, 1.8, 3)")
@@ -249,8 +249,11 @@ def print_selection(selector, wall, memory, rusage, caught, n_samples, n_burnin,
     print(f"peak RSS: polled sum over this process and {max(memory.n_processes - 1, 0)} children "
           f"{memory.peak_mb:.0f} MB; ru_maxrss self {rusage[0]:.0f} MB, largest child {rusage[1]:.0f} MB "
           f"(target ≤ {TARGET_MEMORY_MB:.0f} MB: {ok})")
-    print("ms/iter = fit time / (T·K); it includes the t = 0 stage's "
-          f"{n_samples - n_burnin} exact prior draws and the data preparation")
+    if method == "sti":
+        print("ms/iter = fit time / (T·K); it includes the t = 0 stage's "
+              f"{n_samples - n_burnin} exact prior draws and the data preparation")
+    else:
+        print(f"{selector.decision_}")
     for w in {str(w.message)[:160] for w in caught}:
         print(f"warning: {w}")
 
@@ -386,6 +389,8 @@ def main():
     parser.add_argument("--iter-rank", type=int, default=None, help="rank of the per-iteration timing")
     parser.add_argument("--cc-threshold", type=float, default=80.0, help="core consistency threshold, %%")
     parser.add_argument("--skip-selection", action="store_true", help="only the timing and CORCONDIA sections")
+    parser.add_argument("--method", default="rti", choices=("rti", "sti"),
+                        help="the selection's method: rti (the selector's default) or sti (the paper's SG-MCMC)")
     args = parser.parse_args()
     cfg = dict(QUICK if args.quick else FULL)
     if args.nnz:
@@ -461,12 +466,14 @@ def main():
 
     # ---- 4. the selection (last: the long part)
     if not args.skip_selection:
-        print(f"\nPARAFACRankSelector: ranks {args.ranks[0]}..{args.ranks[-1]}, sampler={args.sampler}, "
-              f"T={N_TEMPS} (power ladder), K={cfg['n_samples']} (last {cfg['n_samples'] - cfg['n_burnin']} kept), "
-              f"B={N_BLOCKS}, n_jobs={args.n_jobs}, random_state={args.seed}")
+        chains = (f"sampler={args.sampler}, T={N_TEMPS} (power ladder), K={cfg['n_samples']} (last "
+                  f"{cfg['n_samples'] - cfg['n_burnin']} kept), B={N_BLOCKS}" if args.method == "sti"
+                  else "its default settings")
+        print(f"\nPARAFACRankSelector(method={args.method!r}): ranks {args.ranks[0]}..{args.ranks[-1]}, {chains}, "
+              f"n_jobs={args.n_jobs}, random_state={args.seed}")
         sys.stdout.flush()
         out = run_selection(X, args, prior_rate, cfg["n_samples"], cfg["n_burnin"])
-        print_selection(*out, cfg["n_samples"], cfg["n_burnin"], args.true_rank)
+        print_selection(*out, cfg["n_samples"], cfg["n_burnin"], args.true_rank, args.method)
         print(f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     gf_end, _ = blas_gflops()
