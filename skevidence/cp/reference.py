@@ -38,10 +38,11 @@ _SEARCH_SHARE = 1.0 / math.sqrt(2.0)
 _MAP_MAX_ITER = 200
 _MAP_RTOL = 1e-6
 
-#: Iterations of a Laplace fit's L-BFGS: a rank selector's first search stops at the first count, and a rank
-#: still in the running continues every start to the second before its ladders run. On the speech matrix
-#: (1660 x 257) at rank 256, L-BFGS takes 1,400 iterations (30 ms each) to gain 7,500 nats over the
-#: multiplicative updates, 5,000 of them in the first 200; ranks that far apart need no more to be told apart.
+#: Iterations of a Laplace fit's L-BFGS in :class:`~skevidence.cp.rti.RankRun`: its first search stops at the
+#: first count, and each start that stopped there goes on for up to the second before the rank's ladders run (in
+#: a rank selector, only a rank still in the running runs them). On the speech matrix (1660 x 257) at rank 256,
+#: L-BFGS takes 1,400 iterations (30 ms each) to gain 7,500 nats over the multiplicative updates, 5,000 of them
+#: in the first 200: ranks that far apart need no more to be told apart.
 _LAPLACE_MAX_ITER = (250, 2000)
 
 def as_data(X, kappa=0.0, floor=0.0):
