@@ -188,7 +188,8 @@ def mode_search_error(bounds):
 
 def laplace_fit(data, R, rates, start, max_iter=_LAPLACE_MAX_ITER[1], polish=False):
     r"""One Laplace fit in :math:`\log\theta` from the factors ``start``: ``(laplace bound, alpha, beta,
-    whether L-BFGS converged within max_iter)``; ``polish``: L-BFGS continues from ``start``, a fit's mode."""
+    whether L-BFGS converged within max_iter)``; ``polish``: L-BFGS goes on from ``start``, where an earlier fit's
+    stopped (no multiplicative updates first)."""
     phi = np.log(start if polish else _mode(data, R, rates, start, 2.0))
     dense2, X, coords, vals, offsets, kappa, floor = data.pass_args()
     value, n_iter = laplace_mode(dense2, X, coords, vals, offsets, kappa, floor, data.constant, rates, phi,
