@@ -245,3 +245,17 @@ def test_split_start_splits_the_largest_component_of_many_rows():
         G = _split_start(F, 4, np.random.RandomState(0))
     np.testing.assert_allclose(G[:, [0, 2]], F[:, [0, 2]])
     np.testing.assert_allclose(G[:, 1] + G[:, 3], F[:, 1])
+
+
+def test_only_a_rank_in_the_running_polishes_its_laplace_search(monkeypatch):
+    """A rank out by its bracket keeps the first search's short L-BFGS; the chosen one goes on before its round."""
+    from skevidence.cp import reference
+
+    monkeypatch.setattr(reference, "_LAPLACE_MAX_ITER", (3, 2000))
+    rng = np.random.default_rng(5)
+    X = rng.exponential((rng.exponential(size=(40, 3)) ** 3) @ (rng.exponential(size=(3, 30)) ** 3))
+    runs, errors = select_rank(as_data(X, 1.0), [1, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS,
+                               random_state=0)
+    assert not errors and runs[1].rounds and not runs[0].rounds  # rank 1 is out by its bracket
+    assert runs[1].polished and all(fit[3] for fit in runs[1].fits)
+    assert not runs[0].polished and not any(fit[3] for fit in runs[0].fits)
