@@ -245,10 +245,10 @@ class RankRun:
         ``[]``: a rank far below the best is told apart by its bracket alone."""
         if self.polished:
             return []
-        self.polished, self._next = True, [k for k, f in enumerate(self.fits) if not f[3]]
+        self.polished, self._next, self._polishing = True, "polished", [k for k, f in enumerate(self.fits) if not f[3]]
         data, R, rates = self.data, self.n_components, self.rates
         return [lambda f=self.fits[k]: reference.laplace_fit(data, R, rates, f[1] / f[2], polish=True)
-                for k in self._next]
+                for k in self._polishing]
 
     def _take_reference(self):
         """Use the best start's fit as ``q``; the ladders start (again) from it."""
@@ -407,8 +407,8 @@ class RankRun:
             self._next = None
             # The first search (reported as it is), or the same mode: the estimate stands, with a new mode piece.
             new = self.estimated or self.bracketed is None
-        elif isinstance(self._next, list):  # polished: a better mode needs its bracket again
-            for k, fit in zip(self._next, results):
+        elif self._next == "polished":  # a better mode needs its bracket again
+            for k, fit in zip(self._polishing, results):
                 self.fits[k] = fit
             self._take_reference()
             self._next = None
