@@ -22,9 +22,11 @@ tensor of the same shape and size, drawn from the model itself, and prints
    (``method="sti"``) with the protocol's chain settings: rank chosen and time
    of each. tensorly and tlviz are in the ``benchmark`` extra
    (``pip install ".[benchmark]"``);
-4. last, the long part: ``PARAFACRankSelector(method="sti")`` over ranks 1..11: per
-   rank the log-evidence, its standard error, the posterior probability and the fit time
-   (``cv_results_["mean_fit_time"]``) with the time per iteration it implies;
+4. last, the long part: ``PARAFACRankSelector`` over ranks 1..11 at its default method
+   (``--method rti``) or the paper's (``--method sti``): per rank the log-evidence, its
+   standard error, the posterior probability and the fit time
+   (``cv_results_["mean_fit_time"]``) with, at sti, the time per iteration it implies (at
+   rti, the rank's status and the decision);
    the argmax, the total wall time and the peak memory (this process and its
    worker processes) against the targets: all ranks in <= 10 min and
    <= 4 GB on this 2-core machine.
@@ -41,7 +43,7 @@ weights.
 Usage::
 
     python benchmarks/bench_p5_parafac_scale.py [--quick] [--ranks 1 ... 11] [--n-jobs 2]
-        [--sampler psgld|sgld] [--seed 0] [--skip-corcondia] [--true-rank 6]
+        [--method rti|sti] [--sampler psgld|sgld] [--seed 0] [--skip-corcondia] [--true-rank 6]
         [--prior-rate RATE] [--nnz 1e6] [--iter-sizes 2.5e5 5e5 1e6] [--iter-rank 11]
 
 ``--quick`` runs a tensor 10 times smaller in every mode with 1e5 non-zeros
