@@ -129,12 +129,14 @@ def test_the_bracket_holds_the_closed_form(seed):
 
 
 def test_a_rank_far_below_runs_its_bracket_alone():
-    """Rank 1 lies thousands of nats below rank 3: its bracket says so, and no ladder of it runs."""
+    """Rank 1 lies thousands of nats below rank 3: the brackets say so, and no ladder runs, not even rank 3's
+    (no round would change the choice; its bracket is its estimate)."""
     rng = np.random.default_rng(0)
     V = rng.exponential(size=(24, 3)) @ rng.exponential(size=(3, 18))
     data = as_data(rng.poisson(20 * V).astype(float))
     runs, errors = select_rank(data, [1, 3], lambda R: np.ones(2), tol=0.5, settings=SETTINGS, random_state=0)
-    assert not errors and runs[0].ladders is None and not runs[0].rounds and runs[1].rounds
+    assert not errors and all(run.ladders is None and not run.rounds for run in runs)
+    assert runs[1].stop_reason.startswith("it leads by its bracket alone")
     # The bracket's two chains run side by side with n_jobs=2: the same sums of draws as one after the other.
     two, _ = select_rank(data, [1, 3], lambda R: np.ones(2), tol=0.5, settings=SETTINGS, random_state=0, n_jobs=2)
     np.testing.assert_array_equal(two[0].theta_sum, runs[0].theta_sum)
@@ -202,7 +204,7 @@ def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
     runs, errors = select_rank(_data(seed=4), [1, 2, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS,
                                random_state=0)
     assert list(errors) == [2] and "broken fit" in errors[2]
-    assert np.isfinite(runs[0].standing).all() and runs[1].estimated
+    assert np.isfinite(runs[0].standing).all() and np.isfinite(runs[1].standing).all()
 
 
 class _Run:
@@ -234,6 +236,21 @@ def test_a_rank_only_its_mode_search_keeps_in_searches_before_any_ladder():
     assert _screen(state) == {2: ["bracket"]}
 
 
+def test_before_any_round_the_brackets_may_decide():
+    """Before any ladder: a rank kept by its mode search alone searches first; then, if the brackets put every
+    other rank out, no round runs; if not, the best by its bracket runs its round first."""
+    from skevidence.cp.select import _screen
+
+    runs = [_Run(100.0, 2.0, 1.5, 0), _Run(80.0, 8.0, 7.9, 0), _Run(50.0, 1.0, 0.0, 0)]
+    state = SimpleNamespace(runs=runs, errors={})
+    assert _screen(state) == {1: ["search"]}  # 2.5 combined bars below, 10.9 without its mode search
+    runs[1].standing, runs[1].mode_error = (80.0, 1.0), 0.5  # more starts: its mode piece shrinks
+    runs[0].stop_reason = None
+    assert _screen(state) == {} and runs[0].stop_reason.startswith("it leads by its bracket alone")
+    runs[1].standing = (97.0, 1.0)  # within 3 combined bars: the best runs its round first
+    assert _screen(state) == {0: ["ladder"]}
+
+
 def test_split_start_splits_the_largest_component_of_many_rows():
     """A warm start splits the component of the largest geometric mean, also where the product of a
     thousand rows overflows, and keeps every entry's intensity."""
@@ -248,14 +265,15 @@ def test_split_start_splits_the_largest_component_of_many_rows():
 
 
 def test_only_a_rank_in_the_running_polishes_its_laplace_search(monkeypatch):
-    """A rank out by its bracket keeps the first search's short L-BFGS; the chosen one goes on before its round."""
+    """A rank out by its bracket keeps the first search's short L-BFGS; ranks the brackets cannot tell apart go
+    on before their rounds."""
     from skevidence.cp import reference
 
     monkeypatch.setattr(reference, "_LAPLACE_MAX_ITER", (3, 2000))
     rng = np.random.default_rng(5)
     X = rng.exponential((rng.exponential(size=(40, 3)) ** 3) @ (rng.exponential(size=(3, 30)) ** 3))
-    runs, errors = select_rank(as_data(X, 1.0), [1, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS,
+    runs, errors = select_rank(as_data(X, 1.0), [1, 3, 4], lambda R: np.ones(2), tol=None, settings=SETTINGS,
                                random_state=0)
-    assert not errors and runs[1].rounds and not runs[0].rounds  # rank 1 is out by its bracket
-    assert runs[1].polished and all(fit[3] for fit in runs[1].fits)
+    assert not errors and not runs[0].rounds and runs[1].rounds and runs[2].rounds  # rank 1 is out by its bracket
+    assert all(run.polished and all(fit[3] for fit in run.fits) for run in runs[1:])
     assert not runs[0].polished and not any(fit[3] for fit in runs[0].fits)

@@ -104,12 +104,13 @@ def _screen(state):
     """The next pass of the screen once the references are fitted, or ``{}`` when every rank in the running has
     run its ladders' first round.
 
-    The best by its bracket runs its round first: its estimate is what the
-    others must reach. A rank that only its mode search keeps in the running
-    (out by its error bar without the mode-search piece) doubles its starts,
-    up to eight times the first search's, before any ladder of it runs (a
-    start costs a small part of a round); a better mode found so is
-    bracketed again.
+    A rank that only its mode search keeps in the running (out by its error
+    bar without the mode-search piece) doubles its starts, up to eight times
+    the first search's, before any ladder of it runs (a start costs a small
+    part of a round); a better mode found so is bracketed again. Then the
+    best runs its round first: its estimate is what the others must reach.
+    If the brackets alone put every other rank out, no round runs: the
+    choice is decided, and the best's bracket is its estimate.
     """
     runs, live = state.runs, [i for i in range(len(state.runs)) if i not in state.errors]
 
@@ -120,14 +121,20 @@ def _screen(state):
     if plans := {i: pieces for i in live if (pieces := unfinished(runs[i]))}:
         return plans
     values, bars, modes, lowers = standings(runs, state.errors)
-    if not any(runs[i].rounds for i in live):
-        return {(best := int(np.nanargmax(values))): runs[best].plan(None)}
-    pending = [i for i in np.flatnonzero(in_the_running(values, bars, modes, lowers)) if not runs[i].rounds]
-    bars[pending] = np.sqrt(np.maximum(bars[pending] ** 2 - modes[pending] ** 2, 0.0))
+    running, best = in_the_running(values, bars, modes, lowers), int(np.nanargmax(values))
+    pending = [i for i in np.flatnonzero(running) if not runs[i].rounds]
+    others = [i for i in pending if i != best]  # the best's mode-search piece is left out of every comparison
+    bars[others] = np.sqrt(np.maximum(bars[others] ** 2 - modes[others] ** 2, 0.0))
     kept = in_the_running(values, bars, modes, lowers)
-    plans = {i: pieces for i in pending if not kept[i] and runs[i].bounds.size < 8 * runs[i].n_starts
-             and (pieces := runs[i].search_more())}
-    return plans or {i: runs[i].plan(None) for i in pending}
+    if plans := {i: pieces for i in others if not kept[i] and runs[i].bounds.size < 8 * runs[i].n_starts
+                 and (pieces := runs[i].search_more())}:
+        return plans
+    if runs[best].rounds:
+        return {i: runs[i].plan(None) for i in pending}
+    if len(live) > 1 and running.sum() == 1:  # decided by the brackets: no round would change the choice
+        runs[best].stop_reason = "it leads by its bracket alone: every other rank is out"
+        return {}
+    return {best: runs[best].plan(None)}
 
 
 def _refinement(state, tol):

@@ -406,17 +406,10 @@ def smc_log_evidence(
         )
     mean = _aligned_mean(diags[-1]["particles"], offsets)
     diagnostics = {
-        "run_log_evidence": log_z,
-        "log_mean_evidence": float(special.logsumexp(log_z) - np.log(log_z.size)),
-        "run_spread": spread,
-        "n_steps": np.array([d["exposures"].size for d in diags]),
-        "min_ess": float(min(d["ess"].min() for d in diags)),
-        "exposures": pilot["exposures"],
-        "ess": diags[0]["ess"],
-        "n_particles": size,
-        "particles_tried": np.array(tried),
-        "n_sweeps": n_sweeps,
-        "reference": reference,
+        "run_log_evidence": log_z, "log_mean_evidence": float(special.logsumexp(log_z) - np.log(log_z.size)),
+        "run_spread": spread, "n_steps": np.array([d["exposures"].size for d in diags]),
+        "min_ess": float(min(d["ess"].min() for d in diags)), "exposures": pilot["exposures"], "ess": diags[0]["ess"],
+        "n_particles": size, "particles_tried": np.array(tried), "n_sweeps": n_sweeps, "reference": reference,
     }
     return EvidenceResult(
         log_evidence=estimate, std_error=std_error, method="smc", diagnostics=diagnostics,
