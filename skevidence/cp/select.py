@@ -10,9 +10,11 @@ no ladder at all. So is a rank whose estimate plus
 ``DECISION_Z`` error bars lies below another rank's lower bound (the lower
 end of its bracket, less ``DECISION_Z`` times its Monte-Carlo error: a bound
 for any reference): the best's own bracket may be wide, its lower end is not
-in doubt. The best by its bracket runs its round first, alone: its estimate
-is what the others must reach; a rank that only its mode search keeps in the
-running searches more before any ladder of it runs (``_screen``). The
+in doubt. A rank that only its mode search keeps in the running searches
+more before any ladder runs; if the brackets then put every other rank out,
+no ladder runs at all (the best's bracket is its estimate); otherwise the
+best by its bracket runs its round first, alone: its estimate is what the
+others must reach (``_screen``). The
 ranks still in the running (the contenders) then take one
 refinement step each per pass (longer chains, a finer ladder or more starts,
 continuing what they have), until the best leads every other by

@@ -113,7 +113,7 @@ class RankSelectorMixin:
         # The tolerance a rank was refined to: inf for a rank screened by one round and left there.
         results["tol"] = np.array([base.tol if base.tol is not None and (len(run.rounds) > 1 or bar <= base.tol)
                                    else np.inf for run, bar in zip(runs, bars)], dtype=float)
-        results["n_rounds"] = np.array([len(run.rounds) for run in runs])  # 0 where its bracket alone took it out
+        results["n_rounds"] = np.array([len(run.rounds) for run in runs])  # 0 where the brackets alone decided
         results["lower_bound"] = lowers
         best = int(results["rank_test_score"].argmin())
         model = clone(self._model(ranks[best]))

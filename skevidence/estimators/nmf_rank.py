@@ -84,7 +84,8 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         log-evidence, error bar and its pieces, ``status`` ("chosen",
         "contender", "out" or "failed"), ``tol`` (the bar a rank was refined
         to, ``inf`` if it was not) and, with ``method="rti"``, ``n_rounds``
-        (ladder rounds run: 0 for a rank out by its bracket alone) and
+        (ladder rounds run: 0 for a rank out by its bracket alone, and for
+        the chosen rank where the brackets alone decided) and
         ``lower_bound`` (what the log-evidence is above: the bracket's lower
         end less three times its Monte-Carlo error).
     best_estimator_ : PoissonNMF
