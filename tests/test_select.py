@@ -205,6 +205,7 @@ def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
                                random_state=0)
     assert list(errors) == [2] and "broken fit" in errors[2]
     assert np.isfinite(runs[0].standing).all() and np.isfinite(runs[1].standing).all()
+    assert runs[0].bracketed is not None and runs[1].bracketed is not None  # both went on past their searches
 
 
 class _Run:

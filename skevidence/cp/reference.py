@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .data import CPData
-from .kernels.fit import map_fit
+from .kernels.fit import _TINY, map_fit
 from .kernels.lbfgs import PHI_BOUND, laplace_mode
 from .kernels.passes import fisher_pass
 from .kernels.vb import vb_sweeps
@@ -81,7 +81,7 @@ def _split_start(F, R, rng):
 def _mode(data, R, rates, start, a):
     """The posterior mode in the factors (``a = 1``) or their logs (``a = 2``) from ``start``, by
     multiplicative updates (:func:`~skevidence.cp.kernels.fit.map_fit`)."""
-    F = np.ascontiguousarray(np.maximum(start, 1e-300), dtype=np.float64)
+    F = np.ascontiguousarray(np.maximum(start, _TINY), dtype=np.float64)
     dense2, X, coords, vals, offsets, kappa, floor = data.pass_args()
     map_fit(dense2, X, coords, vals, F, offsets, kappa, floor, rates, float(a), _MAP_MAX_ITER, _MAP_RTOL)
     return F

@@ -226,7 +226,7 @@ class RankRun:
         # bracketed_at: the reference's bound when its bracket was taken (a better mode needs another).
         self.fits, self.ladders, self.rounds, self.bracketed, self.bracketed_at = [], None, [], None, None
         self.n_refinements, self.stop_reason, self.time, self.n_grad = 0, None, 0.0, 0
-        self._next = None
+        self._next, self._polishing = None, []  # the step its pieces are for; the starts a polish continues
 
     # -- the reference ------------------------------------------------------------------------------
 
