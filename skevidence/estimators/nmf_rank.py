@@ -105,8 +105,10 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     >>> import numpy as np
     >>> from skevidence import BayesianNMFRankSelector
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.poisson(5 * rng.exponential(size=(40, 2)) @ rng.exponential(size=(2, 30)))
+    >>> X = rng.poisson(5 * rng.exponential(size=(60, 2)) @ rng.exponential(size=(2, 50)))
     >>> sel = BayesianNMFRankSelector(ranks=(1, 2, 3), random_state=0).fit(X)
+    >>> sel.decision_[:8]
+    'decided:'
     >>> int(sel.best_rank_)
     2
     """
