@@ -38,9 +38,12 @@ _SEARCH_SHARE = 1.0 / math.sqrt(2.0)
 _MAP_MAX_ITER = 200
 _MAP_RTOL = 1e-6
 
-#: Sweeps of multiplicative updates before a VB fit: they choose the start's basin, and VB's own sweeps converge
-#: within it. On P5's tensor (10^6 non-zeros) at ranks 3, 6 and 11, VB reaches the same bound (within 0.1 nat)
-#: after 25 to 400 of them, which take 1.5 to 18 s a start.
+#: Sweeps of multiplicative updates before a VB fit: they choose the start's basin, and VB's own sweeps (with their
+#: closed-form moves along the scale ridges, which the updates lack) converge within it. On P5's tensor (10^6
+#: non-zeros) at ranks 3, 6 and 11, VB reaches the same bound (within 0.1 nat) after 25 to 400 of them, which take
+#: 1.5 to 18 s a start. Where VB does not converge within _VB_MAX_ITER (the speech matrix read as 16-bit counts,
+#: rank 32), the basin a start reaches can change with their count by millions of nats, as it does with the start:
+#: the mode-search piece says so.
 _VB_MAP_ITER = 50
 
 #: Iterations of a Laplace fit's L-BFGS in :class:`~skevidence.cp.rti.RankRun`: its first search stops at the
