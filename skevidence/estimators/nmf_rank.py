@@ -105,10 +105,8 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
     >>> import numpy as np
     >>> from skevidence import BayesianNMFRankSelector
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.poisson(5 * rng.exponential(size=(60, 2)) @ rng.exponential(size=(2, 50)))
+    >>> X = rng.poisson(5 * rng.exponential(size=(100, 2)) @ rng.exponential(size=(2, 80)))
     >>> sel = BayesianNMFRankSelector(ranks=(1, 2, 3), random_state=0).fit(X)
-    >>> sel.decision_[:8]
-    'decided:'
     >>> int(sel.best_rank_)
     2
     """
