@@ -402,6 +402,9 @@ def test_listed_entries_run_through_tiles_of_the_later_modes(monkeypatch):
     rebuilt = np.zeros(shape)
     np.add.at(rebuilt, tuple(c.T), data.vals)
     assert_array_equal(rebuilt, X.toarray())
+    dense = CPData.from_array(X.toarray())  # the same order from a dense array (Poisson: its non-zeros listed)
+    assert_array_equal(dense.coords, c)
+    assert_array_equal(dense.vals, data.vals)
     monkeypatch.setattr(data_module, "_TILE", 100)
     rows = CPData.from_array(X)
     assert_array_equal(rows.coords, np.stack(np.nonzero(X.toarray()), axis=1))  # every mode within one tile

@@ -33,7 +33,8 @@ _LISTED_BELOW = 0.2
 #: The listed entries run through tiles of this many indices of every mode but the first (row-major within a
 #: tile), so that a pass's scattered rows of those modes stay in a core's cache: a pass over P5's 42390 x 39986
 #: x 1506 tensor (10^6 non-zeros, one thread) takes 21.3 ms at rank 6 and 37.3 ms at rank 11 in tiles of 4096,
-#: 27.0 and 44.0 ms in row-major order. Data whose later modes are at most this long stay in row-major order.
+#: 27.0 and 44.0 ms in row-major order. Data whose later modes are at most this long stay in row-major order (a
+#: dense array's unsorted: sorting the 10^7 entries of a long power spectrogram would take a second).
 _TILE = 4096
 
 
@@ -130,12 +131,14 @@ class CPData:
             vals = dense[tuple(coords.T)]
             if kappa == 0.0 and vals.size < _LISTED_BELOW * dense.size:
                 dense = None
-        # Tiles of every mode but the first in row-major order, row-major within a tile (see _TILE).
-        order = np.lexsort([*coords.T[::-1], *[coords[:, m] // _TILE for m in range(len(shape) - 1, 0, -1)]])
-        coords, vals = coords[order].astype(np.int64), vals[order]
+        # Tiles of the later modes longer than _TILE in row-major order, row-major within a tile; a dense array's
+        # entries come row-major already, and need sorting only when tiled.
+        tiles = [coords[:, m] // _TILE for m in range(len(shape) - 1, 0, -1) if shape[m] > _TILE]
+        order = np.lexsort([*coords.T[::-1], *tiles]) if tiles or sparse.issparse(X) else slice(None)
+        coords, vals = coords[order], vals[order]
         constant = float(entry_constant(vals, kappa).sum())
-        return cls(shape, kappa, np.ascontiguousarray(coords), np.ascontiguousarray(vals), dense, constant,
-                   float(floor))
+        return cls(shape, kappa, np.ascontiguousarray(coords, dtype=np.int64), np.ascontiguousarray(vals), dense,
+                   constant, float(floor))
 
     @property
     def offsets(self):
