@@ -189,6 +189,30 @@ def test_refinement_continues_the_chains():
     assert run.n_grad - n_grad <= 1.1 * n_grad
 
 
+def test_a_screen_runs_one_ladder_and_its_first_refinement_adds_the_second():
+    """A screen's first round is the first ladder of the full round, the same draws; the first refinement
+    step runs the second ladder as long, and no bar counts as within tol before it."""
+    data = _data(seed=2)
+    full = RankRun(data, 2, np.ones(2), **SETTINGS, random_state=0)
+    screen = RankRun(data, 2, np.ones(2), **SETTINGS, screen=True, random_state=0)
+    for run in (full, screen):
+        while not run.estimated:
+            run.finish(run_pieces(run.plan(None), 2))
+        assert run.plan(None) == []
+    result = screen.result(None, "poisson")
+    assert result.diagnostics["ladders"] == full.result(None, "poisson").diagnostics["ladders"][:1]
+    assert result.log_evidence == result.diagnostics["ladders"][0]
+    assert result.diagnostics["acceptance"].shape == full.ladders[0].accept.shape
+    kept, n_grad = screen.ladders[0].n_kept, screen.n_grad
+    # A tol any bar meets: the second ladder still runs, once, and the first is left as it was.
+    screen.finish(run_pieces(screen.plan(1e6), 2))
+    assert screen.n_refinements == 1 and len(screen.rounds) == 2
+    assert [ladder.n_kept for ladder in screen.ladders] == [kept, kept]
+    assert screen.n_grad - n_grad == pytest.approx(n_grad, rel=0.05)
+    assert len(screen.result(1e6, "poisson").diagnostics["ladders"]) == 2
+    assert screen.plan(1e6) == [] and "below tol" in screen.stop_reason
+
+
 def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
     from skevidence.cp import reference
 

@@ -28,7 +28,9 @@ mixing end of the path weighs little.
 error bar the root sum of squares of
 
 - the Monte-Carlo error: batch means of every temperature's chain through
-  the Simpson weights, or half the two ladders' difference if larger;
+  the Simpson weights, or half the two ladders' difference if larger (a
+  rank selection's screen runs the first ladder alone: batch means only,
+  and no bar counts as within ``tol`` before the second has run);
 - the chains' lag: the change of the estimate between the first half of every
   chain and the whole (a lagging chain drifts; its bias shrinks as it
   lengthens, about as 1/length once the transient is shorter than the chain);
@@ -205,13 +207,24 @@ class RankRun:
     Every choice is made in :meth:`plan` and :meth:`finish`, between steps,
     from the numbers alone, and every piece draws from a seed of its own, so
     the same ``random_state`` gives the same numbers however the pieces run.
-    The settings are those of :func:`referenced_ti_log_evidence`.
+    The settings are those of :func:`referenced_ti_log_evidence`; with
+    ``screen=True`` (a rank selection's screen) the first round runs one of
+    the two ladders, and the first refinement step the other.
     """
 
     def __init__(self, data, n_components, prior_rates, *, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts,
-                 max_starts, max_refinements, max_time, init=(), random_state=None):
-        _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts,
-                        max_refinements, max_time)
+                 max_starts, max_refinements, max_time, init=(), screen=False, random_state=None):
+        for name, value, low in [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4),
+                                 ("n_burnin", n_burnin, 0), ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1),
+                                 ("n_starts", n_starts, 1), ("max_starts", max_starts, 1),
+                                 ("max_refinements", max_refinements, 0)]:
+            if value is not None or name != "max_refinements":
+                check_int(name, value, low)
+        if n_temperatures % 4:
+            raise ValueError(f"n_temperatures must be a multiple of 4 (Simpson's rule on the ladder and on every "
+                             f"other point of it), got {n_temperatures}.")
+        if max_time is not None:
+            check_positive_real("max_time", max_time)
         self.data, self.n_components = data, n_components
         self.rates = reference._row_rates(prior_rates, data.shape)
         self.prior_rates = prior_rates
@@ -219,6 +232,9 @@ class RankRun:
         self.n_leapfrog, self.n_starts, self.max_starts = n_leapfrog, n_starts, max(n_starts, max_starts)
         self.max_refinements, self.max_time = max_refinements, max_time
         self.init = list(init)
+        # running: the ladders that run. A screen's first round runs one (a rank far below the best needs no
+        # more); the first refinement step adds the second, and no bar is within tol before both ran.
+        self.screen, self.running = screen, None
         self.rng = check_random_state(random_state)
         self.fit = reference.vb_fit if data.kappa == 0.0 else reference.laplace_fit
         # A Laplace fit's L-BFGS stops early until the rank, still in the running before its ladders, is polished.
@@ -331,13 +347,6 @@ class RankRun:
         until their own pieces are within ``tol`` (the leader of a rank
         selection: a better mode can only raise its estimate).
         """
-        start = time.perf_counter()
-        try:
-            return self._plan(tol, search)
-        finally:
-            self.time += time.perf_counter() - start
-
-    def _plan(self, tol, search=True):
         if not self.fits:
             return self._search(self.n_starts)
         if self.ladders is None:
@@ -350,17 +359,18 @@ class RankRun:
                 return self.search_more()
             seeds = self.rng.randint(0, 2**31 - 1, size=2)
             self.ladders = [_Ladder(self, seed) for seed in seeds]
+            self.running = self.ladders[: 2 - self.screen]
             self.stop_reason = "one round of its ladders ran"
             s = self.settings
             self._next = "half"  # the first check needs every chain split in halves: n_keep in two runs
-            return [p for ladder in self.ladders
+            return [p for ladder in self.running
                     for p in ladder.start(s["n_temperatures"], s["n_burnin"], max(s["n_keep"] // 2, 2))]
         if self._next == "half":
             self._next = "estimate"
-            return [p for ladder in self.ladders for p in ladder.lengthen()]
+            return [p for ladder in self.running for p in ladder.lengthen()]
         mode = self.mode_error if search else 0.0
         chains = math.sqrt(self.mc**2 + self.lag**2 + self.quad**2)
-        if tol is None or math.hypot(chains, mode) <= tol:
+        if tol is None or (math.hypot(chains, mode) <= tol and len(self.running) == 2):
             self.stop_reason = ("tol is None: one round" if tol is None else f"the error bar is below tol={tol:g}"
                                 if search else f"the chains' error is below tol={tol:g}")
             return []
@@ -380,9 +390,19 @@ class RankRun:
         self.n_refinements += 1
         if ti_target is None and chains <= mode:
             return self.search_more()
+        if len(self.running) == 1:
+            return self.second_ladder()
         self._next = "estimate"
         step = "refine" if self.quad > max(self.mc, self.lag) else "lengthen"
         return [p for ladder in self.ladders for p in getattr(ladder, step)()]
+
+    def second_ladder(self):
+        """The pieces of the second ladder, as long as the first (the two check each other), or ``[]`` if it
+        has run or no round has."""
+        if not self.estimated or len(self.running) == 2:
+            return []
+        self.running, first, self._next = self.ladders, self.ladders[0], "estimate"
+        return self.ladders[1].start(first.temperatures.size - 1, self.settings["n_burnin"], first.n_kept)
 
     def _out_of_time(self):
         # The next step costs about what has been spent so far.
@@ -396,7 +416,6 @@ class RankRun:
     def finish(self, results):
         """Take in the results of the step's pieces (a search's fits, a bracket's chains, or the ladders'
         gradient counts); returns whether the step changed the estimate or its error bar."""
-        start = time.perf_counter()
         new = False
         if self._next == "searched":
             first = not self.fits
@@ -421,19 +440,19 @@ class RankRun:
             if self._next == "estimate":
                 self._estimate()
                 new = True
-        self.time += time.perf_counter() - start
         return new
 
     def _estimate(self):
-        parts = [ladder.estimate() for ladder in self.ladders]
-        # Batch means within the chains, checked by the two ladders' spread.
-        self.value, self.mc = _two_chains(parts[0][0], parts[0][1], parts[1][0], parts[1][1])
+        parts = [ladder.estimate() for ladder in self.running]
+        # Batch means within the chains, checked by the two ladders' spread (one ladder: batch means alone).
+        self.value, self.mc = (_two_chains(parts[0][0], parts[0][1], parts[1][0], parts[1][1]) if len(parts) == 2
+                               else parts[0][:2])
         # A lagging chain drifts: its first half is further off than the whole, by about as much as the whole
         # is (bias ~ 1/length).
-        self.lag = abs(self.value - 0.5 * (parts[0][2] + parts[1][2]))
+        self.lag = abs(self.value - sum(part[2] for part in parts) / len(parts))
         ladder = self.ladders[0]
         K = ladder.temperatures.size - 1
-        self.U_mean = 0.5 * (parts[0][3] + parts[1][3])
+        self.U_mean = sum(part[3] for part in parts) / len(parts)
         self.quad = abs(self.value - 2.0 * float(simpson_weights(K // 2) @ (self.U_mean * ladder.dt)[::2])) / 15.0
         self.parts = parts
         self.rounds.append(dict(n_temperatures=K, n_keep=ladder.n_kept, log_evidence=self.value, error=self.error,
@@ -499,13 +518,13 @@ class RankRun:
             likelihood_shape=data.kappa if data.kappa > 0.0 else None, noise_floor=data.floor,
             reference_fit="vb" if data.kappa == 0.0 else "laplace", rounds=tuple(self.rounds))
         if self.rounds:
-            ladders, n_kept = self.ladders, self.ladders[0].n_kept
-            posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (2.0 * n_kept)
+            ladders, n_kept = self.running, self.ladders[0].n_kept
+            posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (len(ladders) * n_kept)
             temperatures, U_mean = ladders[0].temperatures, self.U_mean
             diagnostics.update(
-                ladders=(self.parts[0][0], self.parts[1][0]), mc_error=self.mc, lag_error=self.lag,
-                quadrature_error=self.quad, acceptance=0.5 * (ladders[0].accept + ladders[1].accept),
-                step_size=0.5 * (ladders[0].steps + ladders[1].steps), n_temperatures=temperatures.size - 1,
+                ladders=tuple(part[0] for part in self.parts), mc_error=self.mc, lag_error=self.lag,
+                quadrature_error=self.quad, acceptance=sum(ladder.accept for ladder in ladders) / len(ladders),
+                step_size=sum(ladder.steps for ladder in ladders) / len(ladders), n_temperatures=temperatures.size - 1,
                 n_keep=n_kept)
         else:
             b = self.bracketed
@@ -630,18 +649,3 @@ def referenced_ti_log_evidence(X, n_components, prior_rates=1.0, *, likelihood="
         if verbose and run.estimated:
             print(f"[rti] {run.summary()}", flush=True)
     return run.result(tol, likelihood)
-
-
-def _check_settings(n_components, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts, max_starts,
-                    max_refinements, max_time):
-    for name, value, low in [("n_components", n_components, 1), ("n_temperatures", n_temperatures, 4),
-                             ("n_burnin", n_burnin, 0), ("n_keep", n_keep, 4), ("n_leapfrog", n_leapfrog, 1),
-                             ("n_starts", n_starts, 1), ("max_starts", max_starts, 1),
-                             ("max_refinements", max_refinements, 0)]:
-        if value is not None or name != "max_refinements":
-            check_int(name, value, low)
-    if n_temperatures % 4:
-        raise ValueError(f"n_temperatures must be a multiple of 4 (Simpson's rule on the ladder and on every other "
-                         f"point of it), got {n_temperatures}.")
-    if max_time is not None:
-        check_positive_real("max_time", max_time)

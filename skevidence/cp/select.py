@@ -3,7 +3,9 @@ r"""Choose a CP model's rank by referenced TI: decide first, refine only what is
 Every rank is screened: its reference's starts, then its bracket
 (:meth:`~skevidence.cp.rti.RankRun.bracket`: the log-evidence lies between
 the reference's bound and the integrand at the posterior), then, if it is
-still in the running, one round of its two ladders. A rank whose
+still in the running, one round of one ladder (a rank the screen puts out
+needs no check of its Monte-Carlo error by a second; the best, and a rank
+at its first refinement step, run the second). A rank whose
 log-evidence is more than ``DECISION_Z`` combined error bars below the best
 is out and is never refined: a rank whose bracket lies that far below runs
 no ladder at all. So is a rank whose estimate plus
@@ -110,9 +112,11 @@ def _screen(state):
     bar without the mode-search piece) doubles its starts, up to eight times
     the first search's, before any ladder of it runs (a start costs a small
     part of a round); a better mode found so is bracketed again. Then the
-    best runs its round first: its estimate is what the others must reach.
-    If the brackets alone put every other rank out, no round runs: the
-    choice is decided, and the best's bracket is its estimate.
+    best runs its round first: its estimate is what the others must reach;
+    once every rank in the running has its round (of one ladder), the best
+    runs its second. If the brackets alone put every other rank out, no
+    round runs: the choice is decided, and the best's bracket is its
+    estimate.
     """
     runs, live = state.runs, [i for i in range(len(state.runs)) if i not in state.errors]
 
@@ -131,8 +135,9 @@ def _screen(state):
     if plans := {i: pieces for i in others if not kept[i] and runs[i].bounds.size < 8 * runs[i].n_starts
                  and (pieces := runs[i].search_more())}:
         return plans
-    if runs[best].rounds:
-        return {i: runs[i].plan(None) for i in pending}
+    if runs[best].rounds:  # the rest of the rounds; then the best's second ladder checks its first
+        plans = {i: runs[i].plan(None) for i in pending} or {best: runs[best].second_ladder()}
+        return {i: pieces for i, pieces in plans.items() if pieces}
     if len(live) > 1 and running.sum() == 1:  # decided by the brackets: no round would change the choice
         runs[best].stop_reason = "it leads by its bracket alone: every other rank is out"
         return {}
@@ -222,8 +227,8 @@ def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_sta
         state = joblib.load(checkpoint)
     if state is None:
         # What a checkpoint holds: every rank's run, the failures (rank index -> message), the passes so far.
-        state = SimpleNamespace(runs=[RankRun(data, int(R), prior_rates(int(R)), **settings, random_state=seed)
-                                      for R, seed in zip(ranks, seeds)], errors={}, passes=0)
+        state = SimpleNamespace(runs=[RankRun(data, R, prior_rates(R), **settings, screen=True, random_state=seed)
+                                      for R, seed in zip(map(int, ranks), seeds)], errors={}, passes=0)
 
     def report(run):
         if verbose:

@@ -111,7 +111,7 @@ class RankSelectorMixin:
         results = EvidenceGridSearch._format_evidence_results(
             [{self._model_class._rank_param: r} for r in ranks.tolist()], rows)
         # The tolerance a rank was refined to: inf for a rank screened by one round and left there.
-        results["tol"] = np.array([base.tol if base.tol is not None and (len(run.rounds) > 1 or bar <= base.tol)
+        results["tol"] = np.array([base.tol if base.tol is not None and (run.n_refinements > 0 or bar <= base.tol)
                                    else np.inf for run, bar in zip(runs, bars)], dtype=float)
         results["n_rounds"] = np.array([len(run.rounds) for run in runs])  # 0 where the brackets alone decided
         results["lower_bound"] = lowers
