@@ -39,8 +39,9 @@ class BayesianNMFRankSelector(RankSelectorMixin, TransformerMixin, BaseEstimator
         log-evidence lies between its reference's bound and the integrand at
         the posterior, from a short chain); a rank whose bracket lies far
         below the best's is out, and the others are screened by a short
-        round of their chains (``n_burnin=50, n_keep=100`` unless
-        ``method_params`` sets them).
+        round of one of their two ladders of chains (``n_burnin=50,
+        n_keep=100`` unless ``method_params`` sets them); the best, and a
+        rank refined, run the second.
     tol : float or None, default=1.0
         ``method="rti"``: after the screen, the ranks still within three
         combined error bars of the best are refined, one step a pass, until
