@@ -107,8 +107,8 @@ def test_a_rank_far_below_is_never_refined():
     assert len(runs[0].rounds) == 1  # rank 1 lies over 40 nats below: the screen only
     assert max(len(r.rounds) for r in runs[1:]) > 1  # the contenders are refined
     # The screen's round ran one ladder; the best and every rank refined run both.
-    assert len(runs[0].running) == 1 and runs[0].result(None, "poisson").diagnostics["ladders"] == (values[0],)
-    assert all(len(r.running) == 2 for r in runs[1:])
+    assert len(runs[0].ladders) == 1 and runs[0].result(None, "poisson").diagnostics["ladders"] == (values[0],)
+    assert all(len(r.ladders) == 2 for r in runs[1:])
 
 
 def _bracketed(data, R, seed=0):
@@ -168,7 +168,7 @@ def test_selection_does_not_depend_on_n_jobs_and_resumes(tmp_path):
     path = str(tmp_path / "state.pkl")
     screened, errors = select_rank(data, [1, 2, 3], lambda R: np.ones(2), checkpoint=path, **dict(kwargs, tol=None))
     best = int(np.nanargmax(standings(screened, errors)[0]))  # the screen ends with the best's second ladder
-    assert len(screened[best].running) == 2 and len(screened[best].rounds) == 2
+    assert len(screened[best].ladders) == 2 and len(screened[best].rounds) == 2
     resumed, _ = select_rank(data, [1, 2, 3], lambda R: np.ones(2), checkpoint=path, **kwargs)
     assert [r.standing for r in resumed] == [r.standing for r in one]
 

@@ -232,9 +232,9 @@ class RankRun:
         self.n_leapfrog, self.n_starts, self.max_starts = n_leapfrog, n_starts, max(n_starts, max_starts)
         self.max_refinements, self.max_time = max_refinements, max_time
         self.init = list(init)
-        # running: the ladders that run. A screen's first round runs one (a rank far below the best needs no
-        # more); the first refinement step adds the second, and no bar is within tol before both ran.
-        self.screen, self.running = screen, None
+        # A screen's first round runs one ladder (a rank far below the best needs no more); the first refinement
+        # step adds the second, from the seed drawn with the first, and no bar is within tol before both ran.
+        self.screen = screen
         self.rng = check_random_state(random_state)
         self.fit = reference.vb_fit if data.kappa == 0.0 else reference.laplace_fit
         # A Laplace fit's L-BFGS stops early until the rank, still in the running before its ladders, is polished.
@@ -357,20 +357,19 @@ class RankRun:
             if tol is not None and self.mode_error > reference._SEARCH_SHARE * tol \
                     and self.bounds.size < self.max_starts and not self._out_of_time():
                 return self.search_more()
-            seeds = self.rng.randint(0, 2**31 - 1, size=2)
-            self.ladders = [_Ladder(self, seed) for seed in seeds]
-            self.running = self.ladders[: 2 - self.screen]
+            self.seeds = self.rng.randint(0, 2**31 - 1, size=2)
+            self.ladders = [_Ladder(self, seed) for seed in self.seeds[: 2 - self.screen]]
             self.stop_reason = "one round of its ladders ran"
             s = self.settings
             self._next = "half"  # the first check needs every chain split in halves: n_keep in two runs
-            return [p for ladder in self.running
+            return [p for ladder in self.ladders
                     for p in ladder.start(s["n_temperatures"], s["n_burnin"], max(s["n_keep"] // 2, 2))]
         if self._next == "half":
             self._next = "estimate"
-            return [p for ladder in self.running for p in ladder.lengthen()]
+            return [p for ladder in self.ladders for p in ladder.lengthen()]
         mode = self.mode_error if search else 0.0
         chains = math.sqrt(self.mc**2 + self.lag**2 + self.quad**2)
-        if tol is None or (math.hypot(chains, mode) <= tol and len(self.running) == 2):
+        if tol is None or (math.hypot(chains, mode) <= tol and len(self.ladders) == 2):
             self.stop_reason = ("tol is None: one round" if tol is None else f"the error bar is below tol={tol:g}"
                                 if search else f"the chains' error is below tol={tol:g}")
             return []
@@ -390,7 +389,7 @@ class RankRun:
         self.n_refinements += 1
         if ti_target is None and chains <= mode:
             return self.search_more()
-        if len(self.running) == 1:
+        if len(self.ladders) == 1:
             return self.second_ladder()
         self._next = "estimate"
         step = "refine" if self.quad > max(self.mc, self.lag) else "lengthen"
@@ -399,9 +398,10 @@ class RankRun:
     def second_ladder(self):
         """The pieces of the second ladder, as long as the first (the two check each other), or ``[]`` if it
         has run or no round has."""
-        if not self.estimated or len(self.running) == 2:
+        if not self.estimated or len(self.ladders) == 2:
             return []
-        self.running, first, self._next = self.ladders, self.ladders[0], "estimate"
+        first, self._next = self.ladders[0], "estimate"
+        self.ladders.append(_Ladder(self, self.seeds[1]))
         return self.ladders[1].start(first.temperatures.size - 1, self.settings["n_burnin"], first.n_kept)
 
     def _out_of_time(self):
@@ -443,7 +443,7 @@ class RankRun:
         return new
 
     def _estimate(self):
-        parts = [ladder.estimate() for ladder in self.running]
+        parts = [ladder.estimate() for ladder in self.ladders]
         # Batch means within the chains, checked by the two ladders' spread (one ladder: batch means alone).
         self.value, self.mc = (_two_chains(parts[0][0], parts[0][1], parts[1][0], parts[1][1]) if len(parts) == 2
                                else parts[0][:2])
@@ -518,7 +518,7 @@ class RankRun:
             likelihood_shape=data.kappa if data.kappa > 0.0 else None, noise_floor=data.floor,
             reference_fit="vb" if data.kappa == 0.0 else "laplace", rounds=tuple(self.rounds))
         if self.rounds:
-            ladders, n_kept = self.running, self.ladders[0].n_kept
+            ladders, n_kept = self.ladders, self.ladders[0].n_kept
             posterior_mean = sum(ladder.theta_sum for ladder in ladders) / (len(ladders) * n_kept)
             temperatures, U_mean = ladders[0].temperatures, self.U_mean
             diagnostics.update(
