@@ -608,8 +608,16 @@ def test_selector_keeps_open_decisions_open():
     X = rng.poisson(3 * rng.exponential(size=(30, 2)) @ rng.exponential(size=(2, 20)))
     # A loose tolerance: ranks 2 and 3 are a few nats apart, within their error bars.
     sel = BayesianNMFRankSelector(ranks=(2, 3), random_state=0, tol=8.0).fit(X)
-    gap = abs(sel.log_evidence_[0] - sel.log_evidence_[1])
-    assert sel.decided_ == (gap > 3.0 * math.hypot(*sel.log_evidence_std_))
+    res = sel.cv_results_
+    best = int(np.argmax(sel.log_evidence_))
+    other = 1 - best
+    # The rule: the runner-up's estimate with 3 error bars below the best's, whose own mode search is left out
+    # (a better mode only raises it), or below the best's lower bound.
+    bar = math.hypot(res["std_log_evidence"][other],
+                     math.sqrt(res["std_log_evidence"][best] ** 2 - res["mode_error"][best] ** 2))
+    below = sel.log_evidence_[best] - sel.log_evidence_[other] > 3.0 * bar
+    under = sel.log_evidence_[other] + 3.0 * res["std_log_evidence"][other] < res["lower_bound"][best]
+    assert sel.decided_ == (below or under)
 
 
 def test_selector_does_not_refit_what_max_time_would_stop_again():
