@@ -217,8 +217,7 @@ def laplace_fit(data, R, rates, start, max_iter=_LAPLACE_MAX_ITER[1], polish=Fal
 _START_TOTAL = {vb_fit: 1.0, laplace_fit: 1e-300}
 
 
-def laplace_reference(X, n_components, prior_rates=1.0, *, likelihood_shape=1.0, n_starts=8,
-                      random_state=None):
+def laplace_reference(X, n_components, prior_rates=1.0, *, likelihood_shape=1.0, n_starts=8, random_state=None):
     r"""A product-of-Gammas reference for Gamma-likelihood CP models, from a Laplace fit in :math:`\log\theta`.
 
     The Gamma (and exponential) likelihood of real-valued entries has no

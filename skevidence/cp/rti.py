@@ -89,7 +89,6 @@ from ..evidence._ladder import rti_temperatures, simpson_weights
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
 from . import reference
-from .kernels.gibbs import relabel_permutations
 from .kernels.hmc import run_referenced_ladder
 from .likelihood import likelihood_kappa
 
@@ -120,9 +119,8 @@ def _chains(run, temperatures, levels, chained, phi, steps, n_burnin, n_keep, se
     U = np.zeros((levels.size, n_keep))
     accept = np.zeros(levels.size)
     n_grad = run_referenced_ladder(
-        *run.data.pass_args(), run.data.constant, run.alpha, run.beta, run.rates, run.inv_mass, run.perms,
-        run.log_r_fact, temperatures, levels, chained, phi, steps, n_burnin, n_keep, run.n_leapfrog, seed, U,
-        accept, theta_sum, True,
+        *run.data.pass_args(), run.data.constant, run.alpha, run.beta, run.rates, run.inv_mass, temperatures,
+        levels, chained, phi, steps, n_burnin, n_keep, run.n_leapfrog, seed, U, accept, theta_sum, True,
     )
     return n_grad, U, accept
 
@@ -274,8 +272,6 @@ class RankRun:
                                      f"{self.n_components} diverged (its bound is not finite).")
         best = int(np.argmax(np.where(np.isfinite(bounds), bounds, -np.inf)))
         self.best_bound, self.alpha, self.beta = bounds[best], self.fits[best][1], self.fits[best][2]
-        self.perms = relabel_permutations(self.n_components)
-        self.log_r_fact = math.lgamma(self.n_components + 1.0)
         # HMC's inverse mass is the variance of log θ (q's: trigamma(α)), so that every coordinate moves on its
         # own scale.
         self.inv_mass = polygamma(1, self.alpha)

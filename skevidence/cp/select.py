@@ -190,8 +190,7 @@ def _guarded(piece):
     return run
 
 
-def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_state=None, verbose=0,
-                checkpoint=None):
+def select_rank(data, ranks, prior_rates, *, tol, settings, n_jobs=1, random_state=None, verbose=0, checkpoint=None):
     """Screen every rank, then refine the contenders until the choice is decided (see the module).
 
     Parameters

@@ -27,11 +27,13 @@ symmetry has the same integrand as the whole.
 
 **Relabellings.** :math:`\log q_{\mathrm{sym}}(\theta) = \log \sum_{\pi}
 \exp\big(\sum_r C_{r\pi(r)}\big) - \log R!`, with :math:`C_{rs}` the log
-density of component ``r``'s entries under ``q``'s component ``s``. The sum
-runs over the permutations passed in: all of them for small ``R``, the
-identity and its transpositions for large ``R`` (the labellings a chain near
-the identity can reach; far ones weigh :math:`e^{-10^5}` at the main job's
-size).
+density of component ``r``'s entries under ``q``'s component ``s``: the
+log-permanent of :math:`e^{C}`. Up to :data:`EXACT_RELABEL_RANK` it runs over
+every relabelling, by a sum over the sets of columns taken (:math:`2^R R`
+terms); an over-fitted rank's spare components overlap, and many
+relabellings count. Above, it runs over the identity and its transpositions
+(the labellings a chain near the identity can reach; far ones weigh
+:math:`e^{-10^5}` at the main job's size, but not where components overlap).
 
 **Likelihood.** Its value and gradient come from
 :func:`~skevidence.cp.kernels.passes.log_likelihood`.
@@ -53,26 +55,27 @@ from .passes import log_likelihood
 __all__ = ["run_referenced_ladder", "symmetric_log_q"]
 
 
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms, fill=True):
-    r""":math:`\log q_{\mathrm{sym}}` at ``theta`` (``phi = log theta``), and :math:`\log q` at the identity.
+#: The largest rank whose relabelling sum runs over every relabelling (above: the identity and transpositions).
+EXACT_RELABEL_RANK = 10
 
-    ``log_norm_q`` holds :math:`\alpha\log\beta - \log\Gamma(\alpha)` per entry;
-    ``C`` (``(R, R)``) and ``terms`` (one per relabelling) are work arrays.
-    ``fill=False``: ``C`` already holds its values at ``theta`` (as the
-    ridge moves leave it), and only the sum over relabellings is taken.
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
+    r""":math:`\log q_{\mathrm{sym}}` at ``theta`` (``phi = log theta``).
+
+    ``log_norm_q`` holds :math:`\alpha\log\beta - \log\Gamma(\alpha)` per
+    entry; ``C`` (``(R, R)``) is a work array. ``fill=False``: ``C`` already
+    holds its values at ``theta`` (as the ridge moves leave it).
     """
     if fill:  # C = 1 const' + phi' (alpha - 1) - theta' beta, the products by BLAS
         C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q.sum(axis=0)
-    identity = np.trace(C)
     rest = np.empty(max(C.shape[0], 3))
-    _without_row(C, 0, perms, terms, rest)
-    return _row_lse(C, 0, perms, rest) - log_r_fact, identity
+    _without_row(C, 0, rest)
+    return _row_lse(C, 0, rest) - math.lgamma(C.shape[0] + 1.0)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms,
-              with_value, fill_C):
+def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, C, with_value, fill_C):
     """Log target and integrand U at ``phi`` from the likelihood's value and gradient there; the leapfrog field
     into ``grad_phi``. Without ``with_value`` only the field is computed (``0, 0`` returned); ``fill_C``:
     :func:`symmetric_log_q`'s ``fill``."""
@@ -92,63 +95,88 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
                 jac += phi[d, r]
     if not with_value:
         return 0.0, 0.0
-    log_q, _ = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, perms, log_r_fact, C, terms, fill_C)
+    log_q = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill_C)
     U = loglik + log_prior - log_q
     return t * U + log_q + jac, U
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad_phi, lik_grad, sums, alpha,
-           log_norm_q, beta, rates, perms, log_r_fact, C, terms, with_value):
+           log_norm_q, beta, rates, C, with_value):
     """Log target, integrand U, log-likelihood and the leapfrog field at ``phi`` (``theta`` and the
     likelihood's gradient ``lik_grad`` are filled).
 
     Without ``with_value`` only the field is computed (``0, 0, 0`` returned).
     """
     np.exp(phi, theta)  # in place: this runs every leapfrog step
-    loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums,
-                            with_value)
-    logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, perms, log_r_fact,
-                        C, terms, with_value, True)
+    loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums, with_value)
+    logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, C, with_value, True)
     return logp, U, loglik
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _without_row(C, r, perms, terms, rest):
-    r"""What the relabelling sum over ``perms`` takes from the rows of ``C`` other than ``r``, into ``rest``.
+def _without_row(C, r, rest):
+    r"""What the relabelling sum takes from the rows of ``C`` other than ``r``, into ``rest``.
 
-    Every permutation's term is ``C[r, j]`` (``j = pi(r)``) plus a sum over
+    Every relabelling's term is ``C[r, j]`` (``j = pi(r)``) plus a sum over
     the other rows, so the whole sum is
     :math:`\log\sum_j \exp(C_{rj} + \log M_j)` with :math:`M_j` the sum over
-    the permutations sending ``r`` to ``j`` of the exponentiated other rows'
-    sums; ``rest[:R]`` holds :math:`\log M_j`. An empty ``perms`` (the
-    identity and the transpositions) fills ``rest[:3]`` with the trace of the
-    other rows, a shift and the sum over the identity and the transpositions
-    of two other components of exp(change of the trace - shift).
+    the relabellings sending ``r`` to ``j`` of the exponentiated other rows'
+    sums; up to :data:`EXACT_RELABEL_RANK` ``rest[:R]`` holds :math:`\log M_j`
+    (:func:`_matchings`). Above, over the identity and the transpositions,
+    ``rest[:3]`` holds the trace of the other rows, a shift and the sum over
+    the identity and the transpositions of two other components of
+    exp(change of the trace - shift).
     """
     R = C.shape[0]
-    if perms.shape[0] > 0:
-        for j in range(R):
-            rest[j] = -np.inf
-        for p in range(perms.shape[0]):
-            s = 0.0
-            for q in range(R):
-                if q != r:
-                    s += C[q, perms[p, q]]
-            terms[p] = s
-            j = perms[p, r]
-            rest[j] = max(rest[j], s)
-        # Each j has (R - 1)! permutations: their sum, shifted by its largest term.
-        acc = np.zeros(R)
-        for p in range(perms.shape[0]):
-            j = perms[p, r]
-            if np.isfinite(rest[j]):
-                acc[j] += math.exp(terms[p] - rest[j])
-        for j in range(R):
-            if np.isfinite(rest[j]):
-                rest[j] += math.log(acc[j])
+    if R <= EXACT_RELABEL_RANK:
+        rest[:] = -np.inf
+        _matchings(C, np.array([q for q in range(R) if q != r]), rest)
         return
     _swaps_without(C, r, *_other_swaps(C, -1), rest)
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _matchings(C, rows, out):
+    r"""``out[j]``: the log of the sum over the matchings of ``rows`` (all but one) to the columns of
+    :math:`e^{C}` other than ``j``, of the product of their entries, by dynamic programming over the sets of
+    columns taken: :math:`2^R R` terms.
+
+    The sums run on each row's entries scaled by its largest, where a term
+    lost below :math:`10^{-308}` weighs nothing beside a result above
+    :math:`10^{-250}`; a smaller result (the matchings that count lie
+    hundreds of nats below the rows' largest entries) is summed again in logs.
+    """
+    n = C.shape[1]
+    tops = np.array([C[q].max() for q in rows])
+    a = C[rows] - tops.reshape((-1, 1))
+    ends = np.array([((1 << n) - 1) ^ (1 << j) for j in range(n)])
+    sums = _set_sums(np.exp(a), False)[ends]
+    out[:n] = (np.log(sums) if sums.max() > 1e-250 else _set_sums(a, True)[ends]) + tops.sum()
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _set_sums(a, in_logs):
+    """For every set of columns of ``a`` (``(k, n)``) with at most ``k`` in it, the sum over the matchings of
+    the first rows, one per column of the set, of the product of their entries (``in_logs``: logs)."""
+    k, n = a.shape
+    size = 1 << n
+    taken = np.zeros(size, dtype=np.int64)  # the number of columns in each set
+    for mask in range(1, size):
+        taken[mask] = taken[mask >> 1] + (mask & 1)
+    sums = np.full(size, -np.inf if in_logs else 0.0)
+    sums[0] = 0.0 if in_logs else 1.0
+    terms = np.empty(n)
+    for mask in range(1, size):
+        i = taken[mask] - 1  # the row that takes one of the set's columns
+        if i >= k:
+            continue
+        for j in range(n):  # the sets without one of the columns, the row taking it
+            terms[j] = (sums[mask ^ (1 << j)] + a[i, j] if in_logs else sums[mask ^ (1 << j)] * a[i, j]
+                        ) if mask >> j & 1 else (-np.inf if in_logs else 0.0)
+        top = terms.max()
+        sums[mask] = (top + math.log(np.exp(terms - top).sum()) if top > -np.inf else top) if in_logs else terms.sum()
+    return sums
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -188,25 +216,19 @@ def _swaps_without(C, r, shift, total, rest):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _row_lse(C, r, perms, rest):
-    r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` over the rows of ``perms`` from the sum without row ``r``
-    that :func:`_without_row` put in ``rest``: :math:`O(R)` for any ``perms``.
+def _row_lse(C, r, rest):
+    r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` from the sum without row ``r`` that
+    :func:`_without_row` put in ``rest``: :math:`O(R)`.
 
-    An empty ``perms`` (shape ``(0, R)``) stands for the identity and every
+    Above :data:`EXACT_RELABEL_RANK`, over the identity and every
     transposition: swapping ``a`` and ``b`` changes the identity's sum by
     :math:`C_{ab} + C_{ba} - C_{aa} - C_{bb}`.
     """
     R = C.shape[0]
-    if perms.shape[0] > 0:
-        best = -np.inf
-        for j in range(R):
-            best = max(best, C[r, j] + rest[j])
-        if not np.isfinite(best):
-            return best
-        acc = 0.0
-        for j in range(R):
-            acc += math.exp(C[r, j] + rest[j] - best)
-        return best + math.log(acc)
+    if R <= EXACT_RELABEL_RANK:
+        terms = C[r] + rest[:R]
+        best = terms.max()
+        return best + math.log(np.exp(terms - best).sum()) if np.isfinite(best) else best
     crr = C[r, r]
     best = rest[1]
     for b in range(R):
@@ -220,18 +242,18 @@ def _row_lse(C, r, perms, rest):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest):
+def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest):
     """Log target along component ``r``'s scale ridge, up to a constant, at shift ``u``."""
     eu = math.exp(u)
     emu = 1.0 / eu
     for s in range(C.shape[1]):
         C[r, s] = c_base[s] + a_diff[s] * u - b0[s] * (eu - 1.0) - bm[s] * (emu - 1.0)
-    lse = _row_lse(C, r, perms, rest)
+    lse = _row_lse(C, r, rest)
     return t * (-lam0 * (eu - 1.0) - lamm * (emu - 1.0)) + n_diff * u + (1.0 - t) * lse
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms, lik_grad):
+def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
     r"""Slice-sample every component's scale ridges:
     :math:`F^{(0)}_r \to c F^{(0)}_r`, :math:`F^{(m)}_r \to F^{(m)}_r / c`.
 
@@ -245,7 +267,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     components, and the work array may hold a rejected proposal's rows. Per
     mode the pieces of ``C`` are products of ``R x n`` and ``n x R`` arrays
     (BLAS), and a move along a ridge rescales one row of each, so a sweep
-    costs :math:`O(D R^2)` once, each ridge :math:`O(R\,R!)` (every
+    costs :math:`O(D R^2)` once, each ridge :math:`O(2^R R)` (every
     relabelling, :func:`_without_row`) or :math:`O(R)` (the identity and
     transpositions, whose sum the sweep carries) once, and each evaluation of
     the conditional :math:`O(R)`. The
@@ -270,7 +292,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
     rest = np.empty(max(R, 3))
     # Over the identity and the transpositions, the transpositions' sum is kept through the sweep: a move
     # along component r's ridge changes row r of C alone, so only r's own transpositions are summed again.
-    swaps = perms.shape[0] == 0
+    swaps = R > EXACT_RELABEL_RANK
     shift, total = _other_swaps(C, -1) if swaps else (0.0, 0.0)
     other = 0.0
     for r in range(R):
@@ -285,24 +307,24 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
             if swaps:
                 shift, other = _swaps_without(C, r, shift, total, rest)
             else:
-                _without_row(C, r, perms, terms, rest)
-            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest)
+                _without_row(C, r, rest)
+            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest)
             level = f0 + math.log(np.random.random())
             width = 1.0
             lo = -width * np.random.random()
             hi = lo + width
             for _ in range(30):
-                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest) <= level:
+                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest) <= level:
                     break
                 lo -= width
             for _ in range(30):
-                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest) <= level:
+                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest) <= level:
                     break
                 hi += width
             u = 0.0
             for _ in range(100):
                 u = lo + (hi - lo) * np.random.random()
-                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest) > level:
+                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest) > level:
                     break
                 if u < 0.0:
                     lo = u
@@ -312,7 +334,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, term
                 u = 0.0
             # Row r of C at the chosen point (the last evaluation may have been elsewhere), and the pieces
             # that move with it.
-            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, perms, rest)
+            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest)
             if swaps:
                 total = other + _own_swaps(C, r, shift)
                 if not 1e-200 < math.exp(-shift) + total < 1e200:  # a stale shift: sum them afresh
@@ -340,9 +362,9 @@ def _draw_q(alpha, beta, phi):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, constant, alpha, beta, rates, inv_mass, perms,
-                          log_r_fact, temperatures, levels, chained, phi_levels, step_levels, n_burnin, n_keep,
-                          n_leapfrog, seed, U_out, accept_out, theta_sum, scale_moves):
+def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, constant, alpha, beta, rates, inv_mass,
+                          temperatures, levels, chained, phi_levels, step_levels, n_burnin, n_keep, n_leapfrog, seed,
+                          U_out, accept_out, theta_sum, scale_moves):
     r"""Run a chain at every temperature ``temperatures[levels[i]]``, in turn.
 
     Each chain starts from ``phi_levels[level]`` with step ``step_levels[level]``
@@ -372,7 +394,6 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
         for r in range(R):
             log_norm_q[d, r] = alpha[d, r] * math.log(beta[d, r]) - math.lgamma(alpha[d, r])
     sqrt_inv_mass = np.sqrt(inv_mass)
-    terms = np.empty(perms.shape[0])
     n_grad = 0
     for i in range(levels.shape[0]):
         level = levels[i]
@@ -384,14 +405,12 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
             for it in range(n_keep):
                 _draw_q(alpha, beta, phi)
                 _, U_out[i, it], _ = _state(0.0, dense2, X, coords, vals, offsets, kappa, floor, constant, phi,
-                                            theta, grad, lik_grad, sums, alpha, log_norm_q, beta, rates, perms,
-                                            log_r_fact, C, terms, WITH_VALUE)
+                                            theta, grad, lik_grad, sums, alpha, log_norm_q, beta, rates, C, WITH_VALUE)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
         logp, U, loglik = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad,
-                                 lik_grad, sums, alpha, log_norm_q, beta, rates, perms, log_r_fact, C, terms,
-                                 WITH_VALUE)
+                                 lik_grad, sums, alpha, log_norm_q, beta, rates, C, WITH_VALUE)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
         mu = math.log(10.0 * step)
@@ -421,7 +440,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 last = step_i == n_leapfrog - 1
                 logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant,
                                                      phi_new, theta, grad_new, lik_grad_new, sums, alpha, log_norm_q,
-                                                     beta, rates, perms, log_r_fact, C, terms, last)
+                                                     beta, rates, C, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
                     ok = False
@@ -442,10 +461,10 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
             if scale_moves:
                 # The likelihood is the same along the ridges: no gradient pass is needed, and the moves leave
                 # C at the new point.
-                _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, perms, C, terms, lik_grad)
+                _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad)
                 np.exp(phi, theta)
-                logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, perms,
-                                    log_r_fact, C, terms, WITH_VALUE, False)
+                logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, C,
+                                    WITH_VALUE, False)
             if it < n_burnin:
                 m = it + 1.0
                 h_bar = (1.0 - 1.0 / (m + 10.0)) * h_bar + (0.8 - acc_prob) / (m + 10.0)

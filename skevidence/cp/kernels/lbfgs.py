@@ -46,8 +46,7 @@ def log_posterior_phi(dense2, X, coords, vals, offsets, kappa, floor, constant, 
     for d in range(D):
         for r in range(R):
             theta[d, r] = math.exp(min(max(phi[d, r], -PHI_BOUND), PHI_BOUND))
-    value = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums,
-                           WITH_VALUE)
+    value = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums, WITH_VALUE)
     for d in range(D):
         lam = rates[d]
         log_lam = math.log(lam)
