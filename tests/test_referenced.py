@@ -146,6 +146,18 @@ def test_one_row_changed_costs_one_row(R, scale):
         assert _row_lse(C, r, rest) == pytest.approx(brute, rel=1e-12)
 
 
+def test_a_far_relabelling_row_r_weighs_back_up_counts():
+    """A relabelling whose other rows' part lies 1000 nats below the rest, which row ``r``'s move brings to the
+    top: its part must not be lost below the smallest double."""
+    C = np.full((3, 3), -1000.0)
+    np.fill_diagonal(C, 0.0)
+    rest = np.empty(3)
+    _without_row(C, 0, rest)
+    C[0, 1] = 2000.0
+    brute = special.logsumexp(C[np.arange(3), np.array(list(itertools.permutations(range(3))))].sum(axis=1))
+    assert _row_lse(C, 0, rest) == pytest.approx(brute, rel=1e-12)
+
+
 @njit
 def _seed_numba(seed):
     np.random.seed(seed)  # noqa: NPY002 (numba's generator has the legacy API only)

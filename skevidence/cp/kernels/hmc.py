@@ -143,16 +143,18 @@ def _matchings(C, rows, out):
     columns taken: :math:`2^R R` terms.
 
     The sums run on each row's entries scaled by its largest, where a term
-    lost below :math:`10^{-308}` weighs nothing beside a result above
-    :math:`10^{-250}`; a smaller result (the matchings that count lie
-    hundreds of nats below the rows' largest entries) is summed again in logs.
+    lost below :math:`10^{-308}` weighs nothing beside results above
+    :math:`10^{-250}`; if any is smaller (the matchings that count lie
+    hundreds of nats below the rows' largest entries, or one column's sum is
+    that far below another's, and row ``r`` may weigh it back up), all are
+    summed again in logs.
     """
     n = C.shape[1]
     tops = np.array([C[q].max() for q in rows])
     a = C[rows] - tops.reshape((-1, 1))
     ends = np.array([((1 << n) - 1) ^ (1 << j) for j in range(n)])
     sums = _set_sums(np.exp(a), False)[ends]
-    out[:n] = (np.log(sums) if sums.max() > 1e-250 else _set_sums(a, True)[ends]) + tops.sum()
+    out[:n] = (np.log(sums) if sums.min() > 1e-250 else _set_sums(a, True)[ends]) + tops.sum()
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
