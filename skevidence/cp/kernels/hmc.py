@@ -173,11 +173,18 @@ def _set_sums(a, in_logs):
         i = taken[mask] - 1  # the row that takes one of the set's columns
         if i >= k:
             continue
-        for j in range(n):  # the sets without one of the columns, the row taking it
-            terms[j] = (sums[mask ^ (1 << j)] + a[i, j] if in_logs else sums[mask ^ (1 << j)] * a[i, j]
-                        ) if mask >> j & 1 else (-np.inf if in_logs else 0.0)
+        for j in range(n):  # the set without column j, row i taking it
+            if not mask >> j & 1:
+                terms[j] = -np.inf if in_logs else 0.0
+            elif in_logs:
+                terms[j] = sums[mask ^ (1 << j)] + a[i, j]
+            else:
+                terms[j] = sums[mask ^ (1 << j)] * a[i, j]
         top = terms.max()
-        sums[mask] = (top + math.log(np.exp(terms - top).sum()) if top > -np.inf else top) if in_logs else terms.sum()
+        if not in_logs:
+            sums[mask] = terms.sum()
+        elif top > -np.inf:
+            sums[mask] = top + math.log(np.exp(terms - top).sum())
     return sums
 
 
@@ -298,6 +305,8 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
     shift, total = _other_swaps(C, -1) if swaps else (0.0, 0.0)
     other = 0.0
     for r in range(R):
+        if not swaps:  # the other rows do not move along r's ridges: their part once for all of them
+            _without_row(C, r, rest)
         for m in range(1, N):
             c_base[:] = C[r]
             a_diff[:] = a_sum[0] - a_sum[m]
@@ -308,8 +317,6 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
             n_diff = float(offsets[1] - (offsets[m + 1] - offsets[m]))
             if swaps:
                 shift, other = _swaps_without(C, r, shift, total, rest)
-            else:
-                _without_row(C, r, rest)
             f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest)
             level = f0 + math.log(np.random.random())
             width = 1.0
