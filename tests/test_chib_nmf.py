@@ -9,7 +9,6 @@ the closed form within 4 of its standard errors, against the SMC at rank 2,
 and by the rank it selects.
 """
 
-import itertools
 import math
 import warnings
 
@@ -55,7 +54,7 @@ def _nmf_sweeps(rows, cols, counts, W, HT, lam_w, lam_h, n_sweeps, seed, stage, 
     idx = np.stack((rows, cols + n_rows), axis=1)
     F, log_lik, unit_log_density, mean, n_relabelled = gibbs_sweeps(
         idx, counts, np.vstack((W, HT)), _offsets(W, HT), np.array([lam_w, lam_h]), n_sweeps, seed,
-        stage, n_held, n_rows, target, np.zeros((0, 0)), np.zeros((0, W.shape[1]), dtype=np.int64),
+        stage, n_held, n_rows, target, np.zeros((0, 0)),
     )
     return F[:n_rows], F[n_rows:], log_lik, unit_log_density, mean[:n_rows], mean[n_rows:], n_relabelled
 
@@ -288,18 +287,16 @@ def test_scale_move_targets_the_scale_conditional():
     np.testing.assert_allclose(W2 @ HT2.T, W @ HT.T, rtol=1e-12)
 
 
-@pytest.mark.parametrize("exact", [True, False], ids=["all-permutations", "greedy"])
-def test_kernel_relabel_undoes_a_permutation(exact):
+@pytest.mark.parametrize("R", [4, 9])
+def test_kernel_relabel_undoes_a_permutation(R):
     rng = np.random.default_rng(7)
-    W, HT = rng.exponential(size=(8, 4)), rng.exponential(size=(6, 4))
-    perms = np.array(list(itertools.permutations(range(4))), dtype=np.int64)
-    perms = perms if exact else perms[:0]
-    order = np.array([2, 0, 3, 1])
+    W, HT = rng.exponential(size=(8, R)), rng.exponential(size=(6, R))
+    order = np.roll(np.arange(R), 1)  # every component moves
     F2, ref = np.vstack((W[:, order] * 1.01, HT[:, order])), np.vstack((W, HT))
-    assert relabel_to(F2, _offsets(W, HT), ref, perms) == 1
+    assert relabel_to(F2, _offsets(W, HT), ref) == 1
     np.testing.assert_allclose(F2[:8], W * 1.01)
     np.testing.assert_allclose(F2[8:], HT)
-    assert relabel_to(F2, _offsets(W, HT), ref, perms) == 0
+    assert relabel_to(F2, _offsets(W, HT), ref) == 0
 
 
 def test_discriminating_order_puts_separating_rows_first():

@@ -61,7 +61,7 @@ def _parafac_sweeps(ii, jj, kk, counts, A, B, C, lams, n_sweeps, seed, stage, n_
     idx = np.stack((ii, jj + offsets[1], kk + offsets[2]), axis=1)
     F, log_lik, unit_log_density, mean, n_relabelled = gibbs_sweeps(
         idx, counts, np.vstack((A, B, C)), offsets, np.array(lams), n_sweeps, seed, stage, n_held,
-        record_end, target, np.zeros((0, 0)), np.zeros((0, A.shape[1]), dtype=np.int64),
+        record_end, target, np.zeros((0, 0)),
     )
     return tuple(F[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])), log_lik, unit_log_density
 
@@ -288,20 +288,18 @@ def test_modal_scales_solve_the_mode_equations(dims):
     assert dims[1] - dims[2] - b * math.exp(u2) + z == pytest.approx(0.0, abs=1e-10)
 
 
-@pytest.mark.parametrize("exact", [True, False], ids=["all-permutations", "greedy"])
-def test_relabel_undoes_a_permutation(exact):
+@pytest.mark.parametrize("R", [4, 9])
+def test_relabel_undoes_a_permutation(R):
     rng = np.random.default_rng(7)
-    A, B, C = (rng.exponential(size=(n, 4)) for n in (6, 5, 4))
-    perms = np.array(list(itertools.permutations(range(4))), dtype=np.int64)
-    perms = perms if exact else perms[:0]
-    order = np.array([2, 0, 3, 1])
+    A, B, C = (rng.exponential(size=(n, R)) for n in (6, 5, 4))
+    order = np.roll(np.arange(R), 1)  # every component moves
     offsets = _offsets(A, B, C)
     F2 = np.vstack([F[:, order] for F in (A * 1.01, B / 1.01, C)])
     ref = np.vstack((A, B, C))
-    assert relabel_to(F2, offsets, ref, perms) == 1
+    assert relabel_to(F2, offsets, ref) == 1
     for m, want in enumerate((A * 1.01, B / 1.01, C)):
         np.testing.assert_allclose(F2[offsets[m] : offsets[m + 1]], want)
-    assert relabel_to(F2, offsets, ref, perms) == 0
+    assert relabel_to(F2, offsets, ref) == 0
 
 
 def test_pair_scale_move_on_the_last_two_modes():

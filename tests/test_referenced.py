@@ -138,7 +138,7 @@ def test_one_row_changed_costs_one_row(R, scale):
     C = rng.normal(scale=scale, size=(R, R))
     summed = (np.array(list(itertools.permutations(range(R)))) if R <= EXACT_RELABEL_RANK
               else identity_and_transpositions(R))
-    rest = np.empty(max(R, 3))
+    rest = np.empty(2 * R)
     for r in sorted({0, R // 2, R - 1}):
         _without_row(C, r, rest)
         C[r] += rng.normal(size=R)  # only row r moves along its ridge
@@ -151,11 +151,28 @@ def test_a_far_relabelling_row_r_weighs_back_up_counts():
     top: its part must not be lost below the smallest double."""
     C = np.full((3, 3), -1000.0)
     np.fill_diagonal(C, 0.0)
-    rest = np.empty(3)
+    rest = np.empty(6)
     _without_row(C, 0, rest)
     C[0, 1] = 2000.0
     brute = special.logsumexp(C[np.arange(3), np.array(list(itertools.permutations(range(3))))].sum(axis=1))
     assert _row_lse(C, 0, rest) == pytest.approx(brute, rel=1e-12)
+
+
+@pytest.mark.parametrize("cap", [-np.inf, 900.0, 1001.0, 2000.0, np.inf])
+def test_a_sum_below_the_cap_may_come_as_a_bound_below_it(cap):
+    """What a slice sampler asks of the relabelling sum: exact where it lies above ``cap``, else exact or a
+    bound above it and below ``cap``. Here the linear sums lose the relabelling that row 0's move brings up."""
+    C = np.full((3, 3), -1000.0)
+    np.fill_diagonal(C, 0.0)
+    rest = np.empty(6)
+    _without_row(C, 0, rest)
+    C[0, 1] = 2000.0
+    brute = special.logsumexp(C[np.arange(3), np.array(list(itertools.permutations(range(3))))].sum(axis=1))
+    value = _row_lse(C, 0, rest, cap)
+    if brute >= cap:
+        assert value == pytest.approx(brute, rel=1e-12)
+    else:
+        assert brute - 1e-9 <= value <= cap
 
 
 @njit

@@ -21,7 +21,7 @@ from .._validation import check_int, check_positive_real
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance, effective_sample_size
 from .data import count_entries
-from .kernels.gibbs import gibbs_sweeps, likelihood_rates, relabel_permutations, relabel_to, summed_intensity
+from .kernels.gibbs import gibbs_sweeps, likelihood_rates, relabel_to, summed_intensity
 from .model import check_prior_rates
 
 __all__ = ["chib_log_evidence"]
@@ -143,7 +143,6 @@ class _Sampler:
         self.rates = np.array(rates, dtype=np.float64)
         self.offsets = np.concatenate(([0], np.cumsum(shape))).astype(np.int64)
         self.idx = np.ascontiguousarray(idx + self.offsets[:-1])
-        self.perms = relabel_permutations(n_components)
         self.n_sweeps = 0
         self.n_relabelled = 0
 
@@ -160,7 +159,7 @@ class _Sampler:
         the one the runs relabel with after every sweep.
         """
         F = np.vstack(state)
-        changed = relabel_to(F, self.offsets, np.vstack(point), self.perms)
+        changed = relabel_to(F, self.offsets, np.vstack(point))
         return np.split(F, self.offsets[1:-1]), bool(changed)
 
     def log_joint(self, point):
@@ -180,7 +179,7 @@ class _Sampler:
         F, log_likelihood, unit_log_density, mean, n_relabelled = gibbs_sweeps(
             self.idx, self.counts, np.vstack(state), self.offsets, self.rates, int(n_sweeps),
             int(seq.generate_state(1)[0]), stage, int(n_held), int(record_end),
-            empty if target is None else target, empty if reference is None else np.vstack(reference), self.perms,
+            empty if target is None else target, empty if reference is None else np.vstack(reference),
         )  # fmt: skip
         self.n_sweeps += int(n_sweeps)
         self.n_relabelled += n_relabelled

@@ -80,7 +80,7 @@ from .._validation import check_int
 from ..evidence._result import EvidenceResult
 from ..evidence._stderr import effective_sample_size
 from .data import count_entries
-from .kernels.gibbs import relabel_permutations, relabel_to
+from .kernels.gibbs import relabel_to
 from .kernels.smc import log_intensity_block, move_particles, next_stop, reference_weights, total_intensity
 from .model import check_prior_rates
 from .reference import variational_reference
@@ -137,10 +137,9 @@ def _aligned_mean(particles, offsets):
     mean would blur the components together. The matching is
     :func:`~skevidence.cp.kernels.gibbs.relabel_to`'s, on the rank-one terms.
     """
-    perms = relabel_permutations(particles.shape[2])
     aligned = particles.copy()
     for F in aligned:
-        relabel_to(F, offsets, particles[0], perms)
+        relabel_to(F, offsets, particles[0])
     return aligned.mean(axis=0)
 
 

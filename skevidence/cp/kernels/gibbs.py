@@ -49,23 +49,19 @@ the same seed; its gamma and normal streams do not.
 # numba's njit supports only the legacy np.random functions (one state per thread, np.random.seed).
 # ruff: noqa: NPY002
 import math
-from itertools import permutations
 
 import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
+from .assignment import best_matching
 from .passes import column_sums, other_modes
 
 __all__ = ["CATEGORICAL_MAX_COUNT", "draw_rows", "entry_intensities", "gibbs_sweeps", "likelihood_rates",
-           "match_components", "modal_scales", "relabel_permutations", "relabel_to", "sample_sources",
-           "scale_moves", "split_count", "summed_intensity"]
+           "modal_scales", "relabel_to", "sample_sources", "scale_moves", "split_count", "summed_intensity"]
 
 #: Random-walk step of the scale moves, in units of the conditional's standard deviation.
 SCALE_STEP = 2.0
-
-#: Up to this rank relabelling searches all R! permutations; above it, it matches greedily.
-MAX_EXACT_RELABEL_RANK = 6
 
 #: Counts up to this are split among components unit by unit (one uniform and a
 #: linear search each); larger ones by sequential binomials.
@@ -298,45 +294,6 @@ def _add_gauged(F, offsets, prior_rates, total):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def match_components(cost, perms):
-    r"""The matching of components to reference components of least total ``cost``.
-
-    ``cost[r, c]`` is the cost of calling component ``r`` reference component
-    ``c``. The total is minimised exactly over ``perms`` (rows are
-    permutations, e.g. all :math:`R!` for small R) or, if ``perms`` is
-    empty, greedily (cheapest remaining pair first). Returns ``order``: new
-    component ``c`` is old component ``order[c]``.
-    """
-    n_components = cost.shape[0]
-    order = np.arange(n_components)
-    if perms.shape[0] > 0:
-        best = np.inf
-        for p in range(perms.shape[0]):
-            total = 0.0
-            for c in range(n_components):
-                total += cost[perms[p, c], c]
-            if total < best:
-                best = total
-                order[:] = perms[p]
-        return order
-    cost = cost.copy()
-    for _ in range(n_components):
-        k = np.argmin(cost)
-        r, c = k // n_components, k % n_components
-        order[c] = r
-        cost[r, :] = np.inf
-        cost[:, c] = np.inf
-    return order
-
-
-def relabel_permutations(n_components):
-    """The permutations :func:`relabel_to` searches: all :math:`R!` up to ``MAX_EXACT_RELABEL_RANK``, else none
-    (``(0, R)``: greedy matching)."""
-    perms = list(permutations(range(n_components))) if n_components <= MAX_EXACT_RELABEL_RANK else []
-    return np.array(perms, dtype=np.int64).reshape(-1, n_components)
-
-
-@njit(cache=True, fastmath=FASTMATH)
 def _term_products(A, B, offsets):
     r"""``(R, R)``: the inner products :math:`\prod_m \langle a^{(m)}_r, b^{(m)}_c \rangle` of the rank-one
     terms of the stacked factors ``A`` and ``B``."""
@@ -349,22 +306,21 @@ def _term_products(A, B, offsets):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def relabel_to(F, offsets, ref, perms):
+def relabel_to(F, offsets, ref):
     r"""Permute the components of ``F`` in place to match a reference; return 1 if moved.
 
     The cost of matching component :math:`r` to reference component :math:`c`
     is the squared Frobenius distance of their rank-one terms
     :math:`\circ_m f^{(m)}_r` (no dependence on the scale ambiguity), from
-    inner products in :math:`O(D R^2)`, and the matching is
-    :func:`match_components`'s. ``ref`` is stacked like ``F``. Permuting the
+    inner products in :math:`O(D R^2)`, and the matching of least total cost
+    is :func:`~skevidence.cp.kernels.assignment.best_matching`'s. ``ref`` is
+    stacked like ``F``. Permuting the
     components leaves the label-symmetric posterior invariant, and
     relabelling after every sweep makes the chain sample the posterior folded
     onto the reference's labelling, :math:`R!\,p` on the region nearest to it.
     """
-    own = _term_products(F, F, offsets)
-    other = _term_products(ref, ref, offsets)
-    cost = np.diag(own).reshape(-1, 1) + np.diag(other).reshape(1, -1) - 2.0 * _term_products(F, ref, offsets)
-    order = match_components(cost, perms)
+    # The distances' squared norms sum to the same over every matching: the inner products decide.
+    order = best_matching(_term_products(F, ref, offsets))[0]  # new component c is old component order[c]
     if np.all(order == np.arange(F.shape[1])):
         return 0
     F[:, :] = F[:, order].copy()
@@ -381,8 +337,7 @@ def _log_gamma_density(x, s, rate):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_held, record_end, target, ref,
-                 perms):  # fmt: skip
+def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_held, record_end, target, ref):
     r"""Run ``n_sweeps`` Gibbs sweeps from ``F``; return what Chib's method needs.
 
     Parameters
@@ -414,8 +369,6 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
         (``stage = 0``, ``n_held = 0``), by permuting the components to match
         this reference (:func:`relabel_to`); a ``(0, 0)`` array switches the
         relabelling off.
-    perms : int64 array of shape (R!, R) or (0, R)
-        The permutations :func:`relabel_to` searches; none: greedy matching.
 
     Returns
     -------
@@ -468,7 +421,7 @@ def gibbs_sweeps(idx, counts, F, offsets, prior_rates, n_sweeps, seed, stage, n_
             draw_rows(F, offsets[m], offsets[m + 1], 0, stats, prior_shape, prior_rate, other)
         scale_moves(F, offsets, first_free_mode, prior_shape, prior_rate, 1)
         if relabel:
-            n_relabelled += relabel_to(F, offsets, ref, perms)
+            n_relabelled += relabel_to(F, offsets, ref)
     if n_sweeps > 0:
         F_mean /= n_sweeps
     return F, log_likelihood, unit_log_density, F_mean, n_relabelled

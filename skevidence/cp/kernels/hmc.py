@@ -30,8 +30,10 @@ symmetry has the same integrand as the whole.
 density of component ``r``'s entries under ``q``'s component ``s``: the
 log-permanent of :math:`e^{C}`. Up to :data:`EXACT_RELABEL_RANK` it runs over
 every relabelling, by a sum over the sets of columns taken (:math:`2^R R`
-terms); an over-fitted rank's spare components overlap, and many
-relabellings count. Above, it runs over the identity and its transpositions
+terms, on :math:`e^{C}` scaled by the best matching's potentials, so that
+logarithms are needed only where a move brings a far relabelling up); an
+over-fitted rank's spare components overlap, and many relabellings count.
+Above, it runs over the identity and its transpositions
 (the labellings a chain near the identity can reach; far ones weigh
 :math:`e^{-10^5}` at the main job's size, but not where components overlap).
 
@@ -50,6 +52,7 @@ from numba import njit
 
 from ..._config import FASTMATH
 from ..likelihood import WITH_VALUE
+from .assignment import best_matching
 from .passes import log_likelihood
 
 __all__ = ["run_referenced_ladder", "symmetric_log_q"]
@@ -57,6 +60,12 @@ __all__ = ["run_referenced_ladder", "symmetric_log_q"]
 
 #: The largest rank whose relabelling sum runs over every relabelling (above: the identity and transpositions).
 EXACT_RELABEL_RANK = 10
+
+#: :math:`\log 10^{-250}`: a relabelling sum scaled so far below 1 is summed again in logs (:func:`_row_lse`).
+_LOG_TINY = math.log(1e-250)
+#: :math:`\log 10^{-280}`: above what the terms a scaled relabelling sum loses below the smallest double add up
+#: to, up to rank 10 (:func:`_without_row`).
+_LOG_LOST = math.log(1e-280)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -69,7 +78,7 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
     """
     if fill:  # C = 1 const' + phi' (alpha - 1) - theta' beta, the products by BLAS
         C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q.sum(axis=0)
-    rest = np.empty(max(C.shape[0], 3))
+    rest = np.empty(2 * C.shape[0])
     _without_row(C, 0, rest)
     return _row_lse(C, 0, rest) - math.lgamma(C.shape[0] + 1.0)
 
@@ -115,46 +124,42 @@ def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, the
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _without_row(C, r, rest):
-    r"""What the relabelling sum takes from the rows of ``C`` other than ``r``, into ``rest``.
+def _without_row(C, r, rest, in_logs=False):
+    r"""What the relabelling sum takes from the rows of ``C`` other than ``r``, into ``rest`` (size ``2R``).
 
     Every relabelling's term is ``C[r, j]`` (``j = pi(r)``) plus a sum over
     the other rows, so the whole sum is
     :math:`\log\sum_j \exp(C_{rj} + \log M_j)` with :math:`M_j` the sum over
     the relabellings sending ``r`` to ``j`` of the exponentiated other rows'
-    sums; up to :data:`EXACT_RELABEL_RANK` ``rest[:R]`` holds :math:`\log M_j`
-    (:func:`_matchings`). Above, over the identity and the transpositions,
-    ``rest[:3]`` holds the trace of the other rows, a shift and the sum over
-    the identity and the transpositions of two other components of
-    exp(change of the trace - shift).
+    sums, into ``rest[:R]``, and ``rest[R:2R]`` the scale of each (``-inf``:
+    exact). Above :data:`EXACT_RELABEL_RANK`, over the identity and the
+    transpositions (:func:`_swaps_without`).
+
+    Up to it, over every relabelling: :math:`M_j` is the sum over the
+    matchings of the other rows to the columns other than ``j`` of the
+    product of their entries of :math:`e^C`, by dynamic programming over the
+    sets of columns taken (:math:`2^R R` terms). Without ``in_logs`` it runs
+    on :math:`e^{C_{ij} - u_i - v_j} \le 1`, with :math:`u, v` the best
+    matching's potentials
+    (:func:`~skevidence.cp.kernels.assignment.best_matching`), so that the
+    best matching's product is 1. A product below the smallest double is
+    lost: fewer than :math:`2^R R\,R!` of them, each below :math:`2.3 \times
+    10^{-308}` of its column's scale, which :func:`_row_lse` checks against
+    the whole sum (and sums again in logs where it could count).
     """
     R = C.shape[0]
-    if R <= EXACT_RELABEL_RANK:
-        rest[:] = -np.inf
-        _matchings(C, np.array([q for q in range(R) if q != r]), rest)
+    if R > EXACT_RELABEL_RANK:
+        _swaps_without(C, r, *_other_swaps(C, -1), rest)
         return
-    _swaps_without(C, r, *_other_swaps(C, -1), rest)
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _matchings(C, rows, out):
-    r"""``out[j]``: the log of the sum over the matchings of ``rows`` (all but one) to the columns of
-    :math:`e^{C}` other than ``j``, of the product of their entries, by dynamic programming over the sets of
-    columns taken: :math:`2^R R` terms.
-
-    The sums run on each row's entries scaled by its largest, where a term
-    lost below :math:`10^{-308}` weighs nothing beside results above
-    :math:`10^{-250}`; if any is smaller (the matchings that count lie
-    hundreds of nats below the rows' largest entries, or one column's sum is
-    that far below another's, and row ``r`` may weigh it back up), all are
-    summed again in logs.
-    """
-    n = C.shape[1]
-    tops = np.array([C[q].max() for q in rows])
-    a = C[rows] - tops.reshape((-1, 1))
-    ends = np.array([((1 << n) - 1) ^ (1 << j) for j in range(n)])
-    sums = _set_sums(np.exp(a), False)[ends]
-    out[:n] = (np.log(sums) if sums.min() > 1e-250 else _set_sums(a, True)[ends]) + tops.sum()
+    _, u, v = best_matching(np.maximum(C, C.max() - 1e4))  # an entry of -inf has no potential: floored
+    rows = np.array([q for q in range(R) if q != r])
+    ends = np.array([((1 << R) - 1) ^ (1 << j) for j in range(R)])
+    a = C[rows] - u[rows].reshape((-1, 1)) - v.reshape((1, -1))
+    scale = u[rows].sum() + v.sum() - v  # column j is left out of M_j
+    if in_logs:
+        rest[:R], rest[R:] = _set_sums(a, True)[ends] + scale, -np.inf
+    else:
+        rest[:R], rest[R:] = np.log(_set_sums(np.exp(a), False)[ends]) + scale, scale
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -171,20 +176,16 @@ def _set_sums(a, in_logs):
     terms = np.empty(n)
     for mask in range(1, size):
         i = taken[mask] - 1  # the row that takes one of the set's columns
-        if i >= k:
-            continue
-        for j in range(n):  # the set without column j, row i taking it
-            if not mask >> j & 1:
-                terms[j] = -np.inf if in_logs else 0.0
-            elif in_logs:
-                terms[j] = sums[mask ^ (1 << j)] + a[i, j]
-            else:
-                terms[j] = sums[mask ^ (1 << j)] * a[i, j]
-        top = terms.max()
-        if not in_logs:
-            sums[mask] = terms.sum()
-        elif top > -np.inf:
-            sums[mask] = top + math.log(np.exp(terms - top).sum())
+        if i < k and not in_logs:
+            acc = 0.0
+            for j in range(n):  # the set without column j, row i taking it
+                if mask >> j & 1:
+                    acc += sums[mask ^ (1 << j)] * a[i, j]
+            sums[mask] = acc
+        elif i < k:
+            for j in range(n):
+                terms[j] = sums[mask ^ (1 << j)] + a[i, j] if mask >> j & 1 else -np.inf
+            sums[mask] = _lse(terms)
     return sums
 
 
@@ -193,8 +194,7 @@ def _other_swaps(C, r):
     r"""``(shift, sum)``: :math:`\sum \exp(C_{ab} + C_{ba} - C_{aa} - C_{bb} - \mathrm{shift})` over the
     transpositions :math:`(a\,b)` of two components other than ``r`` (``r = -1``: every one), with
     ``shift`` the largest exponent or 0 if that is larger: :math:`O(R^2)`."""
-    d = np.diag(C).copy()
-    gains = C + C.T - d.reshape((-1, 1)) - d.reshape((1, -1))  # symmetric: every pair twice
+    gains = C + C.T - np.diag(C).reshape((-1, 1)) - np.diag(C)  # symmetric: every pair twice
     np.fill_diagonal(gains, -np.inf)
     if r >= 0:
         gains[r], gains[:, r] = -np.inf, -np.inf
@@ -217,48 +217,55 @@ def _swaps_without(C, r, shift, total, rest):
     at ``shift`` (:func:`_other_swaps`), less those of ``r``: :math:`O(R)`. Where ``r``'s own make up nearly
     all of it (the difference would lose its digits) the rest is summed afresh. Returns ``(shift, the rest's
     transpositions)``."""
+    R = C.shape[0]
     other = total - _own_swaps(C, r, shift)
     if not math.exp(-shift) + other > 1e-6 * (math.exp(-shift) + total):
         shift, other = _other_swaps(C, r)
-    rest[0], rest[1], rest[2] = np.trace(C) - C[r, r], shift, math.exp(-shift) + other
+    # Row r on its own column: the identity and the other rows' transpositions; on column b: the swap of r, b.
+    trace = np.trace(C) - C[r, r]
+    rest[:R] = trace + C[:, r] - np.diag(C)
+    rest[r] = trace + shift + math.log(math.exp(-shift) + other)
+    rest[R:] = -np.inf
     return shift, other
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _row_lse(C, r, rest):
+def _row_lse(C, r, rest, cap=-np.inf):
     r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` from the sum without row ``r`` that
-    :func:`_without_row` put in ``rest``: :math:`O(R)`.
-
-    Above :data:`EXACT_RELABEL_RANK`, over the identity and every
-    transposition: swapping ``a`` and ``b`` changes the identity's sum by
-    :math:`C_{ab} + C_{ba} - C_{aa} - C_{bb}`.
+    :func:`_without_row` put in ``rest``: :math:`O(R)`; where it lies below ``cap``, possibly a bound above it
+    that lies below ``cap`` too.
     """
     R = C.shape[0]
-    if R <= EXACT_RELABEL_RANK:
-        terms = C[r] + rest[:R]
-        best = terms.max()
-        return best + math.log(np.exp(terms - best).sum()) if np.isfinite(best) else best
-    crr = C[r, r]
-    best = rest[1]
-    for b in range(R):
-        if b != r:
-            best = max(best, C[r, b] + C[b, r] - crr - C[b, b])
-    acc = rest[2] * math.exp(rest[1] - best)
-    for b in range(R):
-        if b != r:
-            acc += math.exp(C[r, b] + C[b, r] - crr - C[b, b] - best)
-    return rest[0] + crr + best + math.log(acc)
+    total = _lse(C[r] + rest[:R])
+    # The terms lost below the smallest double sum to less than 1e-280 of the largest scale (row r's move can
+    # weigh them back up): a sum below 1e-250 of it is summed again in logs, unless even with them it lies
+    # below cap.
+    top = (C[r] + rest[R:]).max()
+    if total - top < _LOG_TINY:
+        if np.logaddexp(total, top + _LOG_LOST) <= cap:
+            return np.logaddexp(total, top + _LOG_LOST)
+        _without_row(C, r, rest, True)
+        total = _lse(C[r] + rest[:R])
+    return total
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest):
-    """Log target along component ``r``'s scale ridge, up to a constant, at shift ``u``."""
+def _lse(terms):
+    best = terms.max()
+    return best + math.log(np.exp(terms - best).sum()) if np.isfinite(best) else best
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, level=-np.inf):
+    """Log target along component ``r``'s scale ridge, up to a constant, at shift ``u`` (row ``r`` of ``C`` is
+    set there); where it lies below ``level``, possibly a bound above it that lies below ``level`` too (all a
+    slice sampler asks)."""
     eu = math.exp(u)
     emu = 1.0 / eu
     for s in range(C.shape[1]):
         C[r, s] = c_base[s] + a_diff[s] * u - b0[s] * (eu - 1.0) - bm[s] * (emu - 1.0)
-    lse = _row_lse(C, r, rest)
-    return t * (-lam0 * (eu - 1.0) - lamm * (emu - 1.0)) + n_diff * u + (1.0 - t) * lse
+    base = t * (-lam0 * (eu - 1.0) - lamm * (emu - 1.0)) + n_diff * u
+    return base + (1.0 - t) * _row_lse(C, r, rest, (level - base) / (1.0 - t) if t < 1.0 else np.inf)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -298,7 +305,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
         lam_sum[n] = np.dot(rates[lo:hi], theta[lo:hi])
     C[:, :] = log_norm_q.sum(axis=0) + (A - B).sum(axis=0)
     a_diff, b0, bm, c_base = np.empty((4, R))
-    rest = np.empty(max(R, 3))
+    rest = np.empty(2 * R)
     # Over the identity and the transpositions, the transpositions' sum is kept through the sweep: a move
     # along component r's ridge changes row r of C alone, so only r's own transpositions are summed again.
     swaps = R > EXACT_RELABEL_RANK
@@ -323,17 +330,17 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
             lo = -width * np.random.random()
             hi = lo + width
             for _ in range(30):
-                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest) <= level:
+                if _ridge_logp(lo, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, level) <= level:
                     break
                 lo -= width
             for _ in range(30):
-                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest) <= level:
+                if _ridge_logp(hi, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, level) <= level:
                     break
                 hi += width
             u = 0.0
             for _ in range(100):
                 u = lo + (hi - lo) * np.random.random()
-                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest) > level:
+                if _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, level) > level:
                     break
                 if u < 0.0:
                     lo = u
@@ -341,9 +348,9 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
                     hi = u
             else:
                 u = 0.0
-            # Row r of C at the chosen point (the last evaluation may have been elsewhere), and the pieces
-            # that move with it.
-            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest)
+            # Row r of C at the chosen point (the last evaluation may have been elsewhere; its value is not
+            # needed), and the pieces that move with it.
+            _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, np.inf)
             if swaps:
                 total = other + _own_swaps(C, r, shift)
                 if not 1e-200 < math.exp(-shift) + total < 1e200:  # a stale shift: sum them afresh
