@@ -30,8 +30,8 @@ symmetry has the same integrand as the whole.
 density of component ``r``'s entries under ``q``'s component ``s``: the
 log-permanent of :math:`e^{C}`. Up to :data:`EXACT_RELABEL_RANK` it runs over
 every relabelling, by a sum over the sets of columns taken (:math:`2^R R`
-terms, on :math:`e^{C}` scaled by the best matching's potentials, so that
-logarithms are needed only where a move brings a far relabelling up); an
+terms, on :math:`e^{C}` scaled by the potentials of its best matching, so
+that nothing that counts falls below the smallest double); an
 over-fitted rank's spare components overlap, and many relabellings count.
 Above, it runs over the identity and its transpositions
 (the labellings a chain near the identity can reach; far ones weigh
@@ -61,11 +61,10 @@ __all__ = ["run_referenced_ladder", "symmetric_log_q"]
 #: The largest rank whose relabelling sum runs over every relabelling (above: the identity and transpositions).
 EXACT_RELABEL_RANK = 10
 
-#: :math:`\log 10^{-250}`: a relabelling sum scaled so far below 1 is summed again in logs (:func:`_row_lse`).
-_LOG_TINY = math.log(1e-250)
-#: :math:`\log 10^{-280}`: above what the terms a scaled relabelling sum loses below the smallest double add up
-#: to, up to rank 10 (:func:`_without_row`).
-_LOG_LOST = math.log(1e-280)
+#: :math:`\log 10^{-250}`: a relabelling sum this far below its scale takes the other rows' part again
+#: (:func:`_row_lse`); :math:`\log 10^{-280}`: above what that part loses below the smallest double, up to
+#: rank 10 (:func:`_without_row`).
+_LOG_TINY, _LOG_LOST = math.log(1e-250), math.log(1e-280)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -80,7 +79,7 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
         C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q.sum(axis=0)
     rest = np.empty(2 * C.shape[0])
     _without_row(C, 0, rest)
-    return _row_lse(C, 0, rest) - math.lgamma(C.shape[0] + 1.0)
+    return _row_lse(C, 0, rest, -np.inf) - math.lgamma(C.shape[0] + 1.0)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -124,7 +123,7 @@ def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, the
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _without_row(C, r, rest, in_logs=False):
+def _without_row(C, r, rest):
     r"""What the relabelling sum takes from the rows of ``C`` other than ``r``, into ``rest`` (size ``2R``).
 
     Every relabelling's term is ``C[r, j]`` (``j = pi(r)``) plus a sum over
@@ -138,54 +137,47 @@ def _without_row(C, r, rest, in_logs=False):
     Up to it, over every relabelling: :math:`M_j` is the sum over the
     matchings of the other rows to the columns other than ``j`` of the
     product of their entries of :math:`e^C`, by dynamic programming over the
-    sets of columns taken (:math:`2^R R` terms). Without ``in_logs`` it runs
-    on :math:`e^{C_{ij} - u_i - v_j} \le 1`, with :math:`u, v` the best
-    matching's potentials
+    sets of columns taken (:math:`2^R R` terms). It runs on
+    :math:`e^{C_{ij} - u_i - v_j} \le 1`, with :math:`u, v` the potentials of
+    the best matching of ``C`` as it stands
     (:func:`~skevidence.cp.kernels.assignment.best_matching`), so that the
-    best matching's product is 1. A product below the smallest double is
-    lost: fewer than :math:`2^R R\,R!` of them, each below :math:`2.3 \times
-    10^{-308}` of its column's scale, which :func:`_row_lse` checks against
-    the whole sum (and sums again in logs where it could count).
+    whole sum is at least 1 in those units, and the products lost below the
+    smallest double (fewer than :math:`2^R R\,R!` of them, each below
+    :math:`2.3 \times 10^{-308}`) are below :math:`10^{-280}` of it. A move
+    of row ``r`` can bring up a relabelling whose part was lost:
+    :func:`_row_lse` tells, and the part is taken again.
     """
     R = C.shape[0]
     if R > EXACT_RELABEL_RANK:
         _swaps_without(C, r, *_other_swaps(C, -1), rest)
         return
-    _, u, v = best_matching(np.maximum(C, C.max() - 1e4))  # an entry of -inf has no potential: floored
+    _, u, v = best_matching(np.maximum(C, -1e300))  # -inf (an overflowed factor) would leave no potential
     rows = np.array([q for q in range(R) if q != r])
     ends = np.array([((1 << R) - 1) ^ (1 << j) for j in range(R)])
-    a = C[rows] - u[rows].reshape((-1, 1)) - v.reshape((1, -1))
     scale = u[rows].sum() + v.sum() - v  # column j is left out of M_j
-    if in_logs:
-        rest[:R], rest[R:] = _set_sums(a, True)[ends] + scale, -np.inf
-    else:
-        rest[:R], rest[R:] = np.log(_set_sums(np.exp(a), False)[ends]) + scale, scale
+    sums = _set_sums(np.exp(C[rows] - u[rows].reshape((-1, 1)) - v.reshape((1, -1))))
+    rest[:R], rest[R:] = np.log(sums[ends]) + scale, scale
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _set_sums(a, in_logs):
+def _set_sums(a):
     """For every set of columns of ``a`` (``(k, n)``) with at most ``k`` in it, the sum over the matchings of
-    the first rows, one per column of the set, of the product of their entries (``in_logs``: logs)."""
+    the first rows, one per column of the set, of the product of their entries."""
     k, n = a.shape
     size = 1 << n
     taken = np.zeros(size, dtype=np.int64)  # the number of columns in each set
     for mask in range(1, size):
         taken[mask] = taken[mask >> 1] + (mask & 1)
-    sums = np.full(size, -np.inf if in_logs else 0.0)
-    sums[0] = 0.0 if in_logs else 1.0
-    terms = np.empty(n)
+    sums = np.zeros(size)
+    sums[0] = 1.0
     for mask in range(1, size):
         i = taken[mask] - 1  # the row that takes one of the set's columns
-        if i < k and not in_logs:
+        if i < k:
             acc = 0.0
             for j in range(n):  # the set without column j, row i taking it
                 if mask >> j & 1:
                     acc += sums[mask ^ (1 << j)] * a[i, j]
             sums[mask] = acc
-        elif i < k:
-            for j in range(n):
-                terms[j] = sums[mask ^ (1 << j)] + a[i, j] if mask >> j & 1 else -np.inf
-            sums[mask] = _lse(terms)
     return sums
 
 
@@ -230,23 +222,20 @@ def _swaps_without(C, r, shift, total, rest):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _row_lse(C, r, rest, cap=-np.inf):
+def _row_lse(C, r, rest, cap):
     r""":math:`\log\sum_\pi \exp \sum_r C_{r\pi(r)}` from the sum without row ``r`` that
-    :func:`_without_row` put in ``rest``: :math:`O(R)`; where it lies below ``cap``, possibly a bound above it
-    that lies below ``cap`` too.
+    :func:`_without_row` put in ``rest``: :math:`O(R)`; NaN if that part must be taken again, unless the sum
+    lies below ``cap``: then a bound above it that lies below ``cap`` too.
     """
     R = C.shape[0]
     total = _lse(C[r] + rest[:R])
-    # The terms lost below the smallest double sum to less than 1e-280 of the largest scale (row r's move can
-    # weigh them back up): a sum below 1e-250 of it is summed again in logs, unless even with them it lies
-    # below cap.
+    # Row r's move has brought the sum below 1e-250 of its largest scale, where the parts lost below the
+    # smallest double (1e-280 of it) may count: only a bound with them can say it lies below cap.
     top = (C[r] + rest[R:]).max()
-    if total - top < _LOG_TINY:
-        if np.logaddexp(total, top + _LOG_LOST) <= cap:
-            return np.logaddexp(total, top + _LOG_LOST)
-        _without_row(C, r, rest, True)
-        total = _lse(C[r] + rest[:R])
-    return total
+    if total - top >= _LOG_TINY:
+        return total
+    bound = np.logaddexp(total, top + _LOG_LOST)
+    return bound if bound <= cap else np.nan
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -256,7 +245,7 @@ def _lse(terms):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, level=-np.inf):
+def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, level):
     """Log target along component ``r``'s scale ridge, up to a constant, at shift ``u`` (row ``r`` of ``C`` is
     set there); where it lies below ``level``, possibly a bound above it that lies below ``level`` too (all a
     slice sampler asks)."""
@@ -265,7 +254,12 @@ def _ridge_logp(u, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, le
     for s in range(C.shape[1]):
         C[r, s] = c_base[s] + a_diff[s] * u - b0[s] * (eu - 1.0) - bm[s] * (emu - 1.0)
     base = t * (-lam0 * (eu - 1.0) - lamm * (emu - 1.0)) + n_diff * u
-    return base + (1.0 - t) * _row_lse(C, r, rest, (level - base) / (1.0 - t) if t < 1.0 else np.inf)
+    cap = (level - base) / (1.0 - t) if t < 1.0 else np.inf
+    lse = _row_lse(C, r, rest, cap)
+    if np.isnan(lse):  # the other rows' part again, at the potentials with row r where it now stands
+        _without_row(C, r, rest)
+        lse = _row_lse(C, r, rest, cap)
+    return base + (1.0 - t) * lse
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -324,7 +318,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
             n_diff = float(offsets[1] - (offsets[m + 1] - offsets[m]))
             if swaps:
                 shift, other = _swaps_without(C, r, shift, total, rest)
-            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest)
+            f0 = _ridge_logp(0.0, t, r, c_base, a_diff, b0, bm, lam0, lamm, n_diff, C, rest, -np.inf)
             level = f0 + math.log(np.random.random())
             width = 1.0
             lo = -width * np.random.random()
