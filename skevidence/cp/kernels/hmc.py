@@ -277,10 +277,10 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
     components, and the work array may hold a rejected proposal's rows. Per
     mode the pieces of ``C`` are products of ``R x n`` and ``n x R`` arrays
     (BLAS), and a move along a ridge rescales one row of each, so a sweep
-    costs :math:`O(D R^2)` once, each ridge :math:`O(2^R R)` (every
-    relabelling, :func:`_without_row`) or :math:`O(R)` (the identity and
-    transpositions, whose sum the sweep carries) once, and each evaluation of
-    the conditional :math:`O(R)`. The
+    costs :math:`O(D R^2)` once, each component :math:`O(2^R R + R^3)` (every
+    relabelling, :func:`_without_row`) or each ridge :math:`O(R)` (the identity
+    and transpositions, whose sum the sweep carries) once, and each evaluation
+    of the conditional :math:`O(R)`. The
     likelihood's gradient ``lik_grad`` (with respect to the factors) is
     carried along the ridges, where it scales by :math:`1/c` and :math:`c`.
     """
