@@ -228,7 +228,9 @@ def _row_lse(C, r, rest, cap):
     lies below ``cap``: then a bound above it that lies below ``cap`` too.
     """
     R = C.shape[0]
-    total = _lse(C[r] + rest[:R])
+    terms = C[r] + rest[:R]
+    best = terms.max()
+    total = best + math.log(np.exp(terms - best).sum()) if np.isfinite(best) else best
     # Row r's move has brought the sum below 1e-250 of its largest scale, where the parts lost below the
     # smallest double (1e-280 of it) may count: only a bound with them can say it lies below cap.
     top = (C[r] + rest[R:]).max()
@@ -236,12 +238,6 @@ def _row_lse(C, r, rest, cap):
         return total
     bound = np.logaddexp(total, top + _LOG_LOST)
     return bound if bound <= cap else np.nan
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _lse(terms):
-    best = terms.max()
-    return best + math.log(np.exp(terms - best).sum()) if np.isfinite(best) else best
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
