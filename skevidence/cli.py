@@ -92,7 +92,7 @@ def _build_parser():
     add("--tol", type=_positive_float, default=DEFAULT_TOL,
         help="target error bar of every rank still in the running, in nats (--method rti)")
     add("--max-refinements", type=_non_negative_int, default=CLI_DEFAULTS["max_refinements"],
-        help="most refinement steps of a rank in each pass, each doubling the work so far (--method rti); a rank "
+        help="most refinement steps of a rank in each pass, each adding at most the work so far (--method rti); a rank "
         "that does not reach --tol is reported with a warning. Unlike --max-time, the same on any machine")
     add("--max-time", type=_positive_float, help="seconds a rank may spend on each refinement of its estimate "
         "(--method rti; default: no limit). A limit makes the numbers depend on the machine's speed")
@@ -183,9 +183,10 @@ def _nmf_rank(args, out):
     else:
         fit = "variational Bayes" if args.likelihood == "poisson" else "a Laplace fit"
         limit = "" if args.max_time is None else f" and {args.max_time:g} s"
-        say(f"TI referenced by {fit}, Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for every rank in the "
-            f"running (refining with at most {args.max_refinements} doublings of the work a rank and pass{limit}), "
-            f"seed {args.seed}")
+        say(f"TI referenced by {fit} (up to rank 10, by the moments of a chain at the posterior where they serve "
+            f"better), Metropolis-adjusted HMC: error bar <= {args.tol:g} nats for every rank in the running "
+            f"(refining with at most {args.max_refinements} steps a rank and pass, each adding at most the work so "
+            f"far{limit}), seed {args.seed}")
     start = time.perf_counter()
     selector = BayesianNMFRankSelector(
         ranks=tuple(args.ranks), prior_rate=args.prior_rate, likelihood=args.likelihood,

@@ -21,6 +21,7 @@ from skevidence.cp.kernels.hmc import (
     _row_lse,
     _scale_moves,
     _without_row,
+    relabelling_weights,
     run_referenced_ladder,
     symmetric_log_q,
 )
@@ -89,6 +90,23 @@ def naive_log_q_sym(theta, alpha, beta, perms=None):
     C = np.array([[np.sum(stats.gamma.logpdf(theta[:, r], alpha[:, s], scale=1.0 / beta[:, s])) for s in range(R)]
                   for r in range(R)])
     return special.logsumexp(C[np.arange(R), perms].sum(axis=1)) - math.lgamma(R + 1)
+
+
+@pytest.mark.parametrize("R, scale", [(1, 1.0), (3, 1.0), (5, 30.0), (6, 300.0), (7, 3.0)])
+def test_relabelling_weights_match_brute_force(R, scale):
+    """The log-sum over every relabelling and each pairing's probability, against a sum over R! terms: entries
+    of one scale, and far apart (300: most relabellings' terms fall below the smallest double)."""
+    rng = np.random.default_rng(R)
+    C = rng.normal(scale=scale, size=(R, R)) - 5000.0
+    perms = np.array(list(itertools.permutations(range(R))))
+    terms = C[np.arange(R), perms].sum(axis=1)
+    weights = special.softmax(terms)
+    expected = sum(w * np.eye(R)[perm] for w, perm in zip(weights, perms))
+    P = np.empty((R, R))
+    assert relabelling_weights(C, P) == pytest.approx(special.logsumexp(terms), rel=1e-12)
+    np.testing.assert_allclose(P, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(P.sum(axis=0), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
 
 
 @pytest.mark.parametrize("R, spread", [(1, 1.0), (3, 1.0), (7, 1.0), (7, 400.0), (8, 20.0)])
@@ -246,16 +264,30 @@ def naive_log_likelihood_gradient(X, F, offsets):
 
 def naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, perms, temperatures, levels, chained,
                             phi_levels, step_levels, n_burnin, n_keep, n_leapfrog, seed, U_out, accept_out,
-                            theta_sum):
+                            theta_sum, restart=None):
     """NumPy twin of ``run_referenced_ladder`` without the ridge moves, at temperatures above 0.
 
     HMC in log theta on q_sym^(1 - t) (p(theta) p(X | theta))^t times the
-    Jacobian, the leapfrog field from the single-labelling ``q``; dual averaging of the step during
-    burn-in. Its draws come from the legacy ``RandomState`` whose uniform and normal streams numba's
-    ``np.random`` reproduces.
+    Jacobian, the leapfrog field the exact gradient (q's components averaged over every relabelling, weighted
+    by brute force) up to EXACT_RELABEL_RANK, and the identity's ``q`` above (``perms`` given); dual averaging of
+    the step during burn-in. Its draws come from the legacy ``RandomState`` whose uniform and normal streams
+    numba's ``np.random`` reproduces. ``restart``: the kernel's ``(phi_levels, step_levels)`` after the same call,
+    from which each chained level starts instead of from where the twin's previous one stopped.
     """
     rs = np.random.RandomState(seed)
     lam = rates[:, None]
+    R = alpha.shape[1]
+
+    def averaged(t, theta):
+        """q's shapes and rates averaged over every relabelling, weighted by its term of q_sym."""
+        if perms is not None or t == 1.0:
+            return alpha, beta
+        every = np.array(list(itertools.permutations(range(R))))
+        C = np.array([[np.sum(stats.gamma.logpdf(theta[:, r], alpha[:, s], scale=1.0 / beta[:, s]))
+                       for s in range(R)] for r in range(R)])
+        weights = special.softmax(C[np.arange(R), every].sum(axis=1))
+        P = sum(w * np.eye(R)[perm] for w, perm in zip(weights, every))  # P[r, s]: the weight of r -> s
+        return alpha @ P.T, beta @ P.T
 
     def state(t, phi):
         theta = np.exp(phi)
@@ -263,7 +295,8 @@ def naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, perms, tem
         lik_grad = naive_log_likelihood_gradient(X, theta, offsets)
         log_q = naive_log_q_sym(theta, alpha, beta, perms)
         U = loglik + np.sum(np.log(lam) - lam * theta) - log_q
-        field = t * theta * (lik_grad - lam) + (1.0 - t) * ((alpha - 1.0) - beta * theta) + 1.0
+        a, b = averaged(t, theta)
+        field = t * theta * (lik_grad - lam) + (1.0 - t) * ((a - 1.0) - b * theta) + 1.0
         return t * U + log_q + phi.sum(), U, field
 
     n_grad = 0
@@ -272,6 +305,8 @@ def naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, perms, tem
         t = temperatures[level]
         if not chained:
             phi, step = phi_levels[level].copy(), step_levels[level]
+        elif i and restart is not None:  # from where the kernel's previous level stopped
+            phi, step = restart[0][levels[i - 1]].copy(), restart[1][levels[i - 1]]
         logp, U, grad = state(t, phi)
         n_grad += 1
         mu, h_bar, log_step_bar, n_acc = math.log(10.0 * step), 0.0, math.log(step), 0.0
@@ -305,7 +340,8 @@ def naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, perms, tem
                 n_acc += acc_prob
                 U_out[i, it - n_burnin] = U
                 if t == 1.0:
-                    theta_sum += np.exp(phi)
+                    theta_sum[0] += np.exp(phi)
+                    theta_sum[1] += phi
         accept_out[i] = n_acc / max(n_keep, 1)
         phi_levels[level] = phi
         step_levels[level] = step
@@ -333,37 +369,39 @@ def test_referenced_ladder_matches_numpy(shape, R, as_sparse):
     levels = np.arange(1, temperatures.size)
     phi = np.repeat(np.log(alpha / beta)[None], temperatures.size, axis=0)
     steps = np.full(temperatures.size, 0.1)
-    runs = {}
-    for name in ("numba", "numpy"):
-        phi_levels, step_levels, theta_sum = phi.copy(), steps.copy(), np.zeros((D, R))
+    phi_levels, step_levels, theta_sum = phi.copy(), steps.copy(), np.zeros((2, D, R))
+    # Heat from q's mean, chained, with burn-in; then lengthen the same chains without it. The twin runs each
+    # call from the kernel's state before it, and each chained level from where the kernel's previous level
+    # stopped: the same draws and the same accept/reject decisions, the trajectories differing by rounding only
+    # (fastmath, another order of sums), which the leapfrog amplifies to ~1e-6 within a level (where q's
+    # components overlap and the chains move between labellings, the dynamics amplify it faster, and across
+    # levels it would grow to order one). Any error in the kernel's algebra would show as a difference of order one.
+    for chained, n_burnin, n_keep, seed in ((True, 15, 10, 11), (False, 0, 8, 12)):
+        before = (phi_levels, step_levels, theta_sum)
         outs = []
-        # Heat from q's mean, chained, with burn-in; then lengthen the same chains without it.
-        for chained, n_burnin, n_keep, seed in ((True, 15, 10, 11), (False, 0, 8, 12)):
+        for name in ("numba", "numpy"):
+            pl, sl, ts = (a.copy() for a in before)
             U, accept = np.zeros((levels.size, n_keep)), np.zeros(levels.size)
             if name == "numba":
                 n_grad = run_referenced_ladder(
-                    *data.pass_args(), data.constant, alpha, beta,
-                    rates, inv_mass, temperatures, levels, chained, phi_levels,
-                    step_levels, n_burnin, n_keep, 3, seed, U, accept, theta_sum, False)
+                    *data.pass_args(), data.constant, alpha, beta, rates, inv_mass, temperatures, levels, chained,
+                    pl, sl, n_burnin, n_keep, 3, seed, U, accept, ts, False)
+                kernel = (pl, sl)
             else:
                 n_grad = naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, sym_perms, temperatures,
-                                                 levels, chained, phi_levels, step_levels, n_burnin, n_keep, 3,
-                                                 seed, U, accept, theta_sum)
-            outs.append((n_grad, U, accept))
-        runs[name] = (outs, phi_levels, step_levels, theta_sum)
-    (outs, phi_levels, step_levels, theta_sum), (outs2, phi2, steps2, theta_sum2) = runs["numba"], runs["numpy"]
-    # The same draws and the same accept/reject decisions; the trajectories differ by rounding only (fastmath,
-    # another order of sums), which the leapfrog amplifies to ~1e-6 over these 25 iterations. Any error in the
-    # kernel's algebra would show as a difference of order one.
-    for (n_grad, U, accept), (n_grad2, U2, accept2) in zip(outs, outs2):
+                                                 levels, chained, pl, sl, n_burnin, n_keep, 3, seed, U, accept, ts,
+                                                 restart=kernel)
+            outs.append((n_grad, U, accept, pl, sl, ts))
+        (n_grad, U, accept, pl, sl, ts), (n_grad2, U2, accept2, pl2, sl2, ts2) = outs
         assert n_grad == n_grad2
         np.testing.assert_allclose(U, U2, rtol=1e-4)
         np.testing.assert_allclose(accept, accept2, rtol=1e-4, atol=1e-6)
         assert 0.0 < accept.min() and accept.max() < 1.0  # proposals both accepted and rejected
-    np.testing.assert_allclose(phi_levels, phi2, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(step_levels, steps2, rtol=1e-4)
-    np.testing.assert_allclose(theta_sum, theta_sum2, rtol=1e-4)
-    assert theta_sum.any()
+        np.testing.assert_allclose(pl, pl2, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(sl, sl2, rtol=1e-4)
+        np.testing.assert_allclose(ts, ts2, rtol=1e-4, atol=1e-6)
+        phi_levels, step_levels, theta_sum = pl, sl, ts
+    assert theta_sum[0].any() and theta_sum[1].any()
 
 
 def test_referenced_ladder_refuses_a_reference_that_is_not_finite():
@@ -752,5 +790,8 @@ def test_a_screened_laplace_search_is_polished_once_before_the_ladders(monkeypat
     assert all(fit[3] for fit in run.fits) and np.allclose(run.bounds, full, rtol=0, atol=1e-2)
     assert np.abs(screened - full).max() > 1.0
     assert run.best_bound == run.bounds.max() and run.alpha is run.fits[np.argmax(run.bounds)][1]
+    pieces = run.plan(None)  # polished once: the chain at t = 1 the ladders' reference is fitted to
+    assert len(pieces) == 2 and run.ladders is None
+    run.finish(rti.run_pieces(pieces, 2))
     run.plan(None)
-    assert run.ladders is not None  # polished once: the ladders start
+    assert run.ladders is not None  # then the ladders start

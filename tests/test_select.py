@@ -83,9 +83,10 @@ def test_the_best_by_its_bracket_runs_its_round_first(monkeypatch):
     monkeypatch.setattr(select, "_run_pass", recorded)
     runs, _ = select_rank(_data(seed=2), [1, 2, 3], lambda R: np.ones(2), tol=None, settings=SETTINGS, random_state=0)
     first = next(k for k, p in enumerate(passes) if all(p.values()) and len(p) == 1)  # the first ladder pass
-    assert passes[first] == passes[first + 1] and passes[first].keys() <= {2, 3}
     best = max(runs, key=lambda r: r.bracketed["log_evidence"])
-    assert list(passes[first]) == [best.n_components]
+    assert list(passes[first]) == [best.n_components] and best.n_components in {2, 3}
+    # Then the rest of its round, beside the first half of every other rank's still in the running.
+    assert passes[first + 1].keys() >= {best.n_components} and len(passes[first + 1]) > 1
 
 
 def test_the_leader_refines_its_chains_never_its_search():
@@ -201,6 +202,9 @@ def test_a_screen_runs_one_ladder_and_its_first_refinement_adds_the_second():
     full = RankRun(data, 2, np.ones(2), **SETTINGS, random_state=0)
     screen = RankRun(data, 2, np.ones(2), **SETTINGS, screen=True, random_state=0)
     for run in (full, screen):
+        while run.bracketed is None:  # the references, then the bracket
+            run.finish(run_pieces(run.plan(None), 2))
+        bracket = run.n_grad  # the bracket's gradients, before the ladders
         while not run.estimated:
             run.finish(run_pieces(run.plan(None), 2))
         assert run.plan(None) == []
@@ -213,7 +217,7 @@ def test_a_screen_runs_one_ladder_and_its_first_refinement_adds_the_second():
     screen.finish(run_pieces(screen.plan(1e6), 2))
     assert screen.n_refinements == 1 and len(screen.rounds) == 2
     assert [ladder.n_kept for ladder in screen.ladders] == [kept, kept]
-    assert screen.n_grad - n_grad == pytest.approx(n_grad, rel=0.05)
+    assert screen.n_grad - n_grad == pytest.approx(n_grad - bracket, rel=0.05)
     assert len(screen.result(1e6, "poisson").diagnostics["ladders"]) == 2
     assert screen.plan(1e6) == [] and "below tol" in screen.stop_reason
 
@@ -244,7 +248,7 @@ class _Run:
         self.standing, self.mode_error, self.lower_bound = (value, bar), mode, -np.inf
         self.rounds, self.bounds, self.n_starts = [{}] * rounds, np.zeros(starts), 4
         self.ladders, self.estimated, self.best_bound = (object(), True, 1.0) if rounds else (None, False, 1.0)
-        self.bracketed_at = 1.0
+        self.bracketed_at, self.halfway = 1.0, False
 
     def plan(self, tol):
         return ["ladder"]

@@ -9,7 +9,7 @@ the prior), :func:`smc_log_evidence` (the exact-kernel reference) and
 
 from .chib import chib_log_evidence
 from .model import auto_prior_rate
-from .reference import laplace_reference, mode_search_error, variational_reference
+from .reference import laplace_reference, mode_search_error, moment_reference, variational_reference
 from .rti import referenced_ti_log_evidence
 from .smc import smc_log_evidence
 from .sti import sti_log_evidence
@@ -19,6 +19,7 @@ __all__ = [
     "chib_log_evidence",
     "laplace_reference",
     "mode_search_error",
+    "moment_reference",
     "referenced_ti_log_evidence",
     "smc_log_evidence",
     "sti_log_evidence",

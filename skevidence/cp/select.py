@@ -5,7 +5,9 @@ Every rank is screened: its reference's starts, then its bracket
 the reference's bound and the integrand at the posterior), then, if it is
 still in the running, one round of one ladder (a rank the screen puts out
 needs no check of its Monte-Carlo error by a second; the best, and a rank
-at its first refinement step, run the second). A rank whose
+at its first refinement step, run the second). A round runs in two halves,
+each ending in an estimate with its error bar: a rank the first half puts
+out runs no second (its chains and ladder are a rank's smallest). A rank whose
 log-evidence is more than ``DECISION_Z`` combined error bars below the best
 is out and is never refined: a rank whose bracket lies that far below runs
 no ladder at all. So is a rank whose estimate plus
@@ -112,35 +114,38 @@ def _screen(state):
     bar without the mode-search piece) doubles its starts, up to eight times
     the first search's, before any ladder of it runs (a start costs a small
     part of a round); a better mode found so is bracketed again. Then the
-    best runs its round first: its estimate is what the others must reach;
-    once every rank in the running has its round (of one ladder), the best
-    runs its second. If the brackets alone put every other rank out, no
-    round runs: the choice is decided, and the best's bracket is its
-    estimate.
+    best runs the first half of its round first: its estimate is what the
+    others must reach; every other rank in the running runs the first half
+    of its round beside the rest of the best's, and the second if it is
+    still in the running; then the best runs its second ladder. If the
+    brackets alone put every other rank out, no round runs: the choice is
+    decided, and the best's bracket is its estimate.
     """
     runs, live = state.runs, [i for i in range(len(state.runs)) if i not in state.errors]
 
-    def unfinished(run):  # a bracket (again, if a better mode came before any ladder), or the rest of a round
+    def unfinished(run):  # a bracket (again, if a better mode came before any ladder), or a round it restarts
         return (run.bracket() if not run.rounds and run.bracketed_at != run.best_bound
-                else run.plan(None) if (run.ladders is not None or run.rounds) and not run.estimated else [])
+                else run.plan(None) if run.rounds and run.ladders is None else [])
 
     if plans := {i: pieces for i in live if (pieces := unfinished(runs[i]))}:
         return plans
     values, bars, modes, lowers = standings(runs, state.errors)
     running, best = in_the_running(values, bars, modes, lowers), int(np.nanargmax(values))
+    # A round's first half puts out a rank far below the best; the ranks still in the running finish theirs.
+    halves = {i: pieces for i in np.flatnonzero(running) if runs[i].halfway and (pieces := runs[i].plan(None))}
     pending = [i for i in np.flatnonzero(running) if not runs[i].rounds]
     others = [i for i in pending if i != best]  # the best's mode-search piece is left out of every comparison
     bars[others] = np.sqrt(np.maximum(bars[others] ** 2 - modes[others] ** 2, 0.0))
     kept = in_the_running(values, bars, modes, lowers)
     if plans := {i: pieces for i in others if not kept[i] and runs[i].bounds.size < 8 * runs[i].n_starts
                  and (pieces := runs[i].search_more())}:
-        return plans
-    if runs[best].rounds:  # the rest of the rounds; then the best's second ladder checks its first
-        plans = {i: runs[i].plan(None) for i in pending} or {best: runs[best].second_ladder()}
-        return {i: pieces for i, pieces in plans.items() if pieces}
-    if len(live) > 1 and running.sum() == 1:  # decided by the brackets: no round would change the choice
+        return {**halves, **plans}
+    if len(live) > 1 and running.sum() == 1 and not runs[best].rounds:  # decided by the brackets alone
         runs[best].stop_reason = "it leads by its bracket alone: every other rank is out"
         return {}
+    if any(runs[i].rounds for i in live):  # every other round at once; then the best's second ladder checks its first
+        plans = {**halves, **{i: runs[i].plan(None) for i in pending}} or {best: runs[best].second_ladder()}
+        return {i: pieces for i, pieces in plans.items() if pieces}
     return {best: runs[best].plan(None)}
 
 

@@ -16,14 +16,19 @@ thermodynamic integrand
     U(\theta) = \log p(X \mid \theta) + \log p(\theta) - \log q_{\mathrm{sym}}(\theta),
     \qquad \frac{d}{dt}\log Z_t = E_{\pi_t}[U].
 
-**Moves.** Leapfrog trajectories with a diagonal mass (the inverse of
-:math:`q`'s variance of :math:`\log\theta`, :math:`\psi'(\alpha)`) and a
+**Moves.** Leapfrog trajectories with a diagonal mass (given: the
+inverse of a fit's variance of :math:`\log\theta`) and a
 Metropolis-Hastings step on the exact :math:`\pi_t`, so no step-size bias
-remains. The leapfrog uses the gradient of the single-labelling
-:math:`q` (a valid, volume-preserving and reversible map whatever field
-drives it); the MH step uses :math:`q_{\mathrm{sym}}`, so the chain samples
-:math:`\pi_t` restricted to the labelling region it starts in, which by
-symmetry has the same integrand as the whole.
+remains. Up to :data:`EXACT_RELABEL_RANK` the leapfrog follows the exact
+gradient of :math:`\log\pi_t`: that of :math:`\log q_{\mathrm{sym}}`
+averages :math:`q`'s components over the relabellings, with their weights
+where the trajectory is (:func:`relabelling_weights`), so a chain moves
+freely between labellings where :math:`q`'s components overlap. Above, it
+uses the gradient of the single-labelling :math:`q` (a valid,
+volume-preserving and reversible map whatever fixed field drives it; the MH
+step uses :math:`q_{\mathrm{sym}}`), and the chain samples :math:`\pi_t`
+restricted to the labelling region it starts in, which by symmetry has the
+same integrand as the whole.
 
 **Relabellings.** :math:`\log q_{\mathrm{sym}}(\theta) = \log \sum_{\pi}
 \exp\big(\sum_r C_{r\pi(r)}\big) - \log R!`, with :math:`C_{rs}` the log
@@ -55,7 +60,7 @@ from ..likelihood import WITH_VALUE
 from .assignment import best_matching
 from .passes import log_likelihood
 
-__all__ = ["run_referenced_ladder", "symmetric_log_q"]
+__all__ = ["relabelling_weights", "run_referenced_ladder", "symmetric_log_q"]
 
 
 #: The largest rank whose relabelling sum runs over every relabelling (above: the identity and transpositions).
@@ -75,19 +80,73 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
     entry; ``C`` (``(R, R)``) is a work array. ``fill=False``: ``C`` already
     holds its values at ``theta`` (as the ridge moves leave it).
     """
-    if fill:  # C = 1 const' + phi' (alpha - 1) - theta' beta, the products by BLAS
-        C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q.sum(axis=0)
+    if fill:
+        _fill_C(phi, theta, alpha, log_norm_q, beta, C)
     rest = np.empty(2 * C.shape[0])
     _without_row(C, 0, rest)
     return _row_lse(C, 0, rest, -np.inf) - math.lgamma(C.shape[0] + 1.0)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, C, with_value, fill_C):
+def _fill_C(phi, theta, alpha, log_norm_q, beta, C):
+    """``C[r, s]``: the log density of component ``r``'s entries under ``q``'s component ``s`` (BLAS products)."""
+    C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q.sum(axis=0)
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def relabelling_weights(C, P):
+    r""":math:`\log\sum_\pi \exp\sum_r C_{r\pi(r)}` over every relabelling :math:`\pi`, and into ``P`` the
+    probability of each :math:`\pi(r) = s` under weights :math:`\propto \exp\sum_r C_{r\pi(r)}`.
+
+    ``P`` is the derivative of the first with respect to ``C``. Sums over
+    the sets of columns the first rows take (:math:`f`) and the last rows
+    take (:math:`g`, :func:`_set_sums` both): :math:`3 \cdot 2^R R` terms. They run on
+    :math:`e^{C_{ij} - u_i - v_j} \le 1`, with :math:`u, v` the potentials
+    of the best matching of ``C``
+    (:func:`~skevidence.cp.kernels.assignment.best_matching`), whose own
+    term is 1: the sum is at least 1 and at most :math:`R!`, and a term lost
+    below the smallest double weighs nothing.
+    """
+    R = C.shape[0]
+    _, u, v = best_matching(np.maximum(C, -1e300))
+    w = np.exp(C - u.reshape(R, 1) - v.reshape(1, R))
+    f = _set_sums(w)
+    g = _set_sums(w[::-1].copy())  # the last rows' sums: g[T] for the set T the first rows leave
+    full = (1 << R) - 1
+    P[:, :] = 0.0
+    for S in range(full):
+        k = 0  # the next row: S holds the columns of the rows before it
+        for j in range(R):
+            k += (S >> j) & 1
+        for j in range(R):
+            if not (S >> j) & 1:
+                P[k, j] += f[S] * w[k, j] * g[full ^ S ^ (1 << j)]
+    P /= f[full]
+    return math.log(f[full]) + u.sum() + v.sum()
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, field, rates, C, with_value,
+              fill_C):
     """Log target and integrand U at ``phi`` from the likelihood's value and gradient there; the leapfrog field
-    into ``grad_phi``. Without ``with_value`` only the field is computed (``0, 0`` returned); ``fill_C``:
-    :func:`symmetric_log_q`'s ``fill``."""
+    into ``grad_phi``. Without ``with_value`` only the field is computed (``0, 0`` returned); ``fill_C``: whether
+    ``C`` is to be filled at ``phi`` (else it holds its values there). ``field``: a work array.
+
+    Up to :data:`EXACT_RELABEL_RANK` the field is the gradient of ``log q_sym`` itself: ``q``'s shapes and
+    rates averaged over the relabellings with their weights at ``phi`` (:func:`relabelling_weights`); above,
+    and at :math:`t = 1`, ``q``'s at the identity.
+    """
     D, R = phi.shape
+    averaged = R <= EXACT_RELABEL_RANK and t < 1.0
+    log_perm = 0.0
+    if averaged:
+        if fill_C:
+            _fill_C(phi, theta, alpha, log_norm_q, beta, C)
+        P = np.empty((R, R))
+        log_perm = relabelling_weights(C, P)
+        PT = P.T.copy()
+        field[0, :, :] = np.dot(alpha, PT)
+        field[1, :, :] = np.dot(beta, PT)
     log_prior = 0.0
     jac = 0.0
     for d in range(D):
@@ -96,21 +155,24 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
             log_prior += R * math.log(lam)
         for r in range(R):
             th = theta[d, r]
-            grad_phi[d, r] = (t * th * (lik_grad[d, r] - lam) + (1.0 - t) * ((alpha[d, r] - 1.0) - beta[d, r] * th)
-                              + 1.0)
+            a, b = (field[0, d, r], field[1, d, r]) if averaged else (alpha[d, r], beta[d, r])
+            grad_phi[d, r] = t * th * (lik_grad[d, r] - lam) + (1.0 - t) * ((a - 1.0) - b * th) + 1.0
             if with_value:
                 log_prior -= lam * th
                 jac += phi[d, r]
     if not with_value:
         return 0.0, 0.0
-    log_q = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill_C)
+    if averaged:
+        log_q = log_perm - math.lgamma(R + 1.0)
+    else:
+        log_q = symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill_C)
     U = loglik + log_prior - log_q
     return t * U + log_q + jac, U
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad_phi, lik_grad, sums, alpha,
-           log_norm_q, beta, rates, C, with_value):
+           log_norm_q, beta, field, rates, C, with_value):
     """Log target, integrand U, log-likelihood and the leapfrog field at ``phi`` (``theta`` and the
     likelihood's gradient ``lik_grad`` are filled).
 
@@ -118,7 +180,8 @@ def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, the
     """
     np.exp(phi, theta)  # in place: this runs every leapfrog step
     loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums, with_value)
-    logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, rates, C, with_value, True)
+    logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, field, rates, C,
+                        with_value, True)
     return logp, U, loglik
 
 
@@ -381,7 +444,8 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     HMC iterations adapt the step size by dual averaging (target acceptance
     0.8) and ``n_keep`` record ``U`` into ``U_out[i]`` and the mean
     acceptance into ``accept_out[i]``. At :math:`t = 1` the kept states'
-    factors are added to ``theta_sum``.
+    factors are added to ``theta_sum[0]`` and their logarithms to
+    ``theta_sum[1]`` (a Gamma's sufficient statistics).
 
     Returns the number of likelihood gradients spent.
     """
@@ -400,6 +464,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
         for r in range(R):
             log_norm_q[d, r] = alpha[d, r] * math.log(beta[d, r]) - math.lgamma(alpha[d, r])
     sqrt_inv_mass = np.sqrt(inv_mass)
+    field = np.empty((2, D, R))  # work array: q's shapes and rates averaged over the relabellings (_assemble)
     n_grad = 0
     for i in range(levels.shape[0]):
         level = levels[i]
@@ -411,12 +476,13 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
             for it in range(n_keep):
                 _draw_q(alpha, beta, phi)
                 _, U_out[i, it], _ = _state(0.0, dense2, X, coords, vals, offsets, kappa, floor, constant, phi,
-                                            theta, grad, lik_grad, sums, alpha, log_norm_q, beta, rates, C, WITH_VALUE)
+                                            theta, grad, lik_grad, sums, alpha, log_norm_q, beta, field, rates, C,
+                                            WITH_VALUE)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
         logp, U, loglik = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad,
-                                 lik_grad, sums, alpha, log_norm_q, beta, rates, C, WITH_VALUE)
+                                 lik_grad, sums, alpha, log_norm_q, beta, field, rates, C, WITH_VALUE)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
         mu = math.log(10.0 * step)
@@ -446,7 +512,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 last = step_i == n_leapfrog - 1
                 logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant,
                                                      phi_new, theta, grad_new, lik_grad_new, sums, alpha, log_norm_q,
-                                                     beta, rates, C, last)
+                                                     beta, field, rates, C, last)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
                     ok = False
@@ -469,7 +535,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 # C at the new point.
                 _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad)
                 np.exp(phi, theta)
-                logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, rates, C,
+                logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, field, rates, C,
                                     WITH_VALUE, False)
             if it < n_burnin:
                 m = it + 1.0
@@ -484,7 +550,8 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 n_acc += acc_prob
                 U_out[i, it - n_burnin] = U
                 if t == 1.0:
-                    theta_sum += np.exp(phi)
+                    theta_sum[0] += np.exp(phi)
+                    theta_sum[1] += phi
         accept_out[i] = n_acc / max(n_keep, 1)
         phi_levels[level] = phi
         step_levels[level] = step
