@@ -78,13 +78,18 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
 
     ``log_norm_q`` holds :math:`\alpha\log\beta - \log\Gamma(\alpha)` per
     entry; ``C`` (``(R, R)``) is a work array. ``fill=False``: ``C`` already
-    holds its values at ``theta`` (as the ridge moves leave it).
+    holds its values at ``theta`` (as the ridge moves leave it). Up to
+    :data:`EXACT_RELABEL_RANK` the sum is :func:`relabelling_weights`'; above,
+    over the identity and the transpositions.
     """
     if fill:
         _fill_C(phi, theta, alpha, log_norm_q, beta, C)
-    rest = np.empty(2 * C.shape[0])
+    R = C.shape[0]
+    if R <= EXACT_RELABEL_RANK:
+        return relabelling_weights(C, np.empty((R, R))) - math.lgamma(R + 1.0)
+    rest = np.empty(2 * R)
     _without_row(C, 0, rest)
-    return _row_lse(C, 0, rest, -np.inf) - math.lgamma(C.shape[0] + 1.0)
+    return _row_lse(C, 0, rest, -np.inf) - math.lgamma(R + 1.0)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
