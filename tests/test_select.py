@@ -181,7 +181,7 @@ def test_refinement_continues_the_chains():
         run.finish(run_pieces(run.plan(None), 1))
     first = [np.concatenate(chunks).copy() for chunks in run.ladders[0].samples]
     n_grad = run.n_grad
-    run.finish(run_pieces(run.plan(1e-6), 2))
+    run.finish(run_pieces(run.plan(1e-6, search=False), 2))  # the chains' step (with search, more starts first)
     assert run.n_refinements == 1 and len(run.rounds) == 2
     if run.ladders[0].temperatures.size == len(first):  # lengthened: every chain extended
         for before, after in zip(first, run.ladders[0].samples):
@@ -193,6 +193,24 @@ def test_refinement_continues_the_chains():
             np.testing.assert_array_equal(np.concatenate(after), before)
     # The work of the step is about that of the first round, not first round + step (no restart).
     assert run.n_grad - n_grad <= 1.1 * n_grad
+
+
+def test_a_refinement_searches_before_it_lengthens():
+    """While the mode search's piece alone exceeds a share of tol, a step doubles the starts before any chain
+    grows (a better mode restarts the chains); a better mode starts the count of refinements again."""
+    run = RankRun(_data(seed=2), 2, np.ones(2), **SETTINGS, random_state=0)
+    while not run.estimated:
+        run.finish(run_pieces(run.plan(None), 1))
+    starts, kept, best = run.bounds.size, run.ladders[0].n_kept, run.best_bound
+    assert run.mode_error > 0.0
+    pieces = run.plan(1e-6)
+    assert len(pieces) == starts and run.n_refinements == 1
+    run.finish(run_pieces(pieces, 2))
+    assert run.bounds.size == 2 * starts
+    if run.best_bound > best:
+        assert run.ladders is None and run.n_refinements == 0
+    else:
+        assert run.ladders[0].n_kept == kept and run.n_refinements == 1
 
 
 def test_a_screen_runs_one_ladder_and_its_first_refinement_adds_the_second():

@@ -79,7 +79,9 @@ better mode.
 
 **Budget.** With ``tol`` the steps go on until the error bar is below
 ``tol``, or ``max_time`` would be exceeded, or ``max_refinements`` steps
-(each doubling the cost so far) have run; then a
+(each adding at most the cost so far) have run from the current reference
+(a better mode restarts the chains, so while the halves of the starts
+disagree by more than a share of ``tol`` the search goes first); then a
 :class:`~sklearn.exceptions.ConvergenceWarning` says so and the result
 records ``converged=False``. The cap on refinements bounds the work
 deterministically, so that the same call gives the same numbers on any
@@ -291,7 +293,7 @@ class RankRun:
         # HMC's inverse mass is the variance of log θ (q's: trigamma(α)), so that every coordinate moves on its
         # own scale.
         self.inv_mass = polygamma(1, self.alpha)
-        self.ladders, self.halfway, self.moments = None, False, False
+        self.ladders, self.halfway, self.moments, self.n_refinements = None, False, False, 0
 
     @property
     def bounds(self):
@@ -427,7 +429,7 @@ class RankRun:
             self.stop_reason = f"max_refinements={self.max_refinements} steps have run"
             return []
         self.n_refinements += 1
-        if ti_target is None and chains <= mode:
+        if ti_target is None and self.bounds.size < self.max_starts:  # a better mode restarts the chains: first
             return self.search_more()
         if len(self.ladders) == 1:
             return self.second_ladder()
