@@ -12,6 +12,7 @@ from scipy import sparse, special, stats
 from sklearn.exceptions import ConvergenceWarning
 
 from cp_twins import naive_intensity, numeric_gradient, stacked_factors
+from naive_cp import PyXoshiro
 from poisson_nmf_exact import rank1_log_evidence
 from poisson_parafac_exact import rank1_log_evidence as rank1_log_evidence_cp
 from skevidence import BayesianNMFRankSelector, PoissonNMF, PoissonPARAFAC
@@ -26,6 +27,7 @@ from skevidence.cp.kernels.hmc import (
     symmetric_log_q,
 )
 from skevidence.cp.kernels.passes import entry_pass, log_likelihood
+from skevidence.cp.kernels.rng import seed_streams
 from skevidence.cp.kernels.vb import _rescale_components
 from skevidence.cp.reference import variational_reference
 from skevidence.cp.rti import referenced_ti_log_evidence
@@ -263,18 +265,19 @@ def naive_log_likelihood_gradient(X, F, offsets):
 
 
 def naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, perms, temperatures, levels, chained,
-                            phi_levels, step_levels, n_burnin, n_keep, n_leapfrog, seed, U_out, accept_out,
+                            phi_levels, step_levels, n_burnin, n_keep, n_leapfrog, seed, stream, U_out, accept_out,
                             theta_sum, restart=None):
     """NumPy twin of ``run_referenced_ladder`` without the ridge moves, at temperatures above 0.
 
     HMC in log theta on q_sym^(1 - t) (p(theta) p(X | theta))^t times the
     Jacobian, the leapfrog field the exact gradient (q's components averaged over every relabelling, weighted
     by brute force) up to EXACT_RELABEL_RANK, and the identity's ``q`` above (``perms`` given); dual averaging of
-    the step during burn-in. Its draws come from the legacy ``RandomState`` whose uniform and normal streams
-    numba's ``np.random`` reproduces. ``restart``: the kernel's ``(phi_levels, step_levels)`` after the same call,
-    from which each chained level starts instead of from where the twin's previous one stopped.
+    the step during burn-in. Its uniforms come from the legacy ``RandomState`` whose stream numba's
+    ``np.random`` reproduces, its momenta from ``stream`` (xoshiro256** and the ziggurat, in Python).
+    ``restart``: the kernel's ``(phi_levels, step_levels)`` after the same call, from which each chained level
+    starts instead of from where the twin's previous one stopped.
     """
-    rs = np.random.RandomState(seed)
+    rs, normals = np.random.RandomState(seed), PyXoshiro(stream)
     lam = rates[:, None]
     R = alpha.shape[1]
 
@@ -312,7 +315,7 @@ def naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, perms, tem
         mu, h_bar, log_step_bar, n_acc = math.log(10.0 * step), 0.0, math.log(step), 0.0
         for it in range(n_burnin + n_keep):
             eps = step * (0.9 + 0.2 * rs.random_sample())
-            p = rs.standard_normal(phi.shape) / np.sqrt(inv_mass)
+            p = normals.standard_normals(phi.size).reshape(phi.shape) / np.sqrt(inv_mass)
             kinetic = 0.5 * np.sum(p * p * inv_mass)
             phi_new, grad_new, ok = phi.copy(), grad.copy(), True
             for _ in range(n_leapfrog):
@@ -385,11 +388,13 @@ def test_referenced_ladder_matches_numpy(shape, R, as_sparse):
             if name == "numba":
                 n_grad = run_referenced_ladder(
                     *data.pass_args(), data.constant, alpha, beta, rates, inv_mass, temperatures, levels, chained,
-                    pl, sl, n_burnin, n_keep, 3, seed, U, accept, ts, False)
+                    pl, sl, n_burnin, n_keep, 3, seed, seed_streams(np.random.SeedSequence(seed), 1)[0], U, accept,
+                    ts, False)
                 kernel = (pl, sl)
             else:
                 n_grad = naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, sym_perms, temperatures,
-                                                 levels, chained, pl, sl, n_burnin, n_keep, 3, seed, U, accept, ts,
+                                                 levels, chained, pl, sl, n_burnin, n_keep, 3, seed,
+                                                 seed_streams(np.random.SeedSequence(seed), 1)[0], U, accept, ts,
                                                  restart=kernel)
             outs.append((n_grad, U, accept, pl, sl, ts))
         (n_grad, U, accept, pl, sl, ts), (n_grad2, U2, accept2, pl2, sl2, ts2) = outs
@@ -414,7 +419,8 @@ def test_referenced_ladder_refuses_a_reference_that_is_not_finite():
     with pytest.raises(ValueError, match="finite and positive"):
         run_referenced_ladder(*data.pass_args(), data.constant, alpha, beta, np.ones(5), np.ones((5, 1)),
                               temperatures, np.arange(temperatures.size),
-                              True, phi, np.full(temperatures.size, 0.1), 2, 4, 2, 0, np.zeros((5, 4)),
+                              True, phi, np.full(temperatures.size, 0.1), 2, 4, 2, 0, np.ones(4, dtype=np.uint64),
+                              np.zeros((5, 4)),
                               np.zeros(5), np.zeros((5, 1)), False)
 
 

@@ -106,6 +106,7 @@ from ..evidence._result import EvidenceResult
 from ..evidence._stderr import batch_means_variance
 from . import reference
 from .kernels.hmc import EXACT_RELABEL_RANK, run_referenced_ladder
+from .kernels.rng import seed_streams
 from .likelihood import likelihood_kappa
 
 __all__ = ["RankRun", "referenced_ti_log_evidence", "run_pieces"]
@@ -136,7 +137,8 @@ def _chains(run, temperatures, levels, chained, phi, steps, n_burnin, n_keep, se
     accept = np.zeros(levels.size)
     n_grad = run_referenced_ladder(
         *run.data.pass_args(), run.data.constant, run.alpha, run.beta, run.rates, run.inv_mass, temperatures,
-        levels, chained, phi, steps, n_burnin, n_keep, run.n_leapfrog, seed, U, accept, theta_sum, True,
+        levels, chained, phi, steps, n_burnin, n_keep, run.n_leapfrog, seed,
+        seed_streams(np.random.SeedSequence(seed), 1)[0], U, accept, theta_sum, True,
     )
     return n_grad, U, accept
 

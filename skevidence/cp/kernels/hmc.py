@@ -59,6 +59,7 @@ from ..._config import FASTMATH
 from ..likelihood import WITH_VALUE
 from .assignment import best_matching
 from .passes import log_likelihood
+from .rng import fill_standard_normal
 
 __all__ = ["relabelling_weights", "run_referenced_ladder", "symmetric_log_q"]
 
@@ -438,7 +439,7 @@ def _draw_q(alpha, beta, phi):
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, constant, alpha, beta, rates, inv_mass,
                           temperatures, levels, chained, phi_levels, step_levels, n_burnin, n_keep, n_leapfrog, seed,
-                          U_out, accept_out, theta_sum, scale_moves):
+                          stream, U_out, accept_out, theta_sum, scale_moves):
     r"""Run a chain at every temperature ``temperatures[levels[i]]``, in turn.
 
     Each chain starts from ``phi_levels[level]`` with step ``step_levels[level]``
@@ -450,7 +451,11 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     0.8) and ``n_keep`` record ``U`` into ``U_out[i]`` and the mean
     acceptance into ``accept_out[i]``. At :math:`t = 1` the kept states'
     factors are added to ``theta_sum[0]`` and their logarithms to
-    ``theta_sum[1]`` (a Gamma's sufficient statistics).
+    ``theta_sum[1]`` (a Gamma's sufficient statistics). The momenta are
+    :func:`~skevidence.cp.kernels.rng.fill_standard_normal`'s draws from
+    ``stream`` (a xoshiro state, advanced in place: a momentum is a large
+    share of an iteration's draws); the rest come from numba's generator
+    seeded with ``seed``.
 
     Returns the number of likelihood gradients spent.
     """
@@ -462,7 +467,9 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     N = offsets.shape[0] - 1
     phi = phi_levels[levels[0]].copy()
     step = step_levels[levels[0]]
-    theta, grad, lik_grad, lik_grad_new, phi_new, grad_new, p, log_norm_q = np.empty((8, D, R))
+    theta, grad, lik_grad, lik_grad_new, phi_new, grad_new, log_norm_q = np.empty((7, D, R))
+    p = np.empty((D, R))
+    p_flat = p.reshape(D * R)
     sums = np.empty((N, R))
     C = np.empty((R, R))
     for d in range(D):
@@ -496,7 +503,8 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
         n_acc = 0.0
         for it in range(n_burnin + n_keep):
             eps = step * (0.9 + 0.2 * np.random.random())
-            p[:, :] = np.random.standard_normal((D, R)) / sqrt_inv_mass
+            fill_standard_normal(stream, p_flat)
+            p /= sqrt_inv_mass
             kinetic = 0.5 * np.sum(p * p * inv_mass)
             phi_new[:, :] = phi
             grad_new[:, :] = grad
