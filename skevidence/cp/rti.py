@@ -340,9 +340,10 @@ class RankRun:
         (lower, mc_lower), (upper, mc_upper) = (
             _two_chains(U_a[k].mean(), math.sqrt(_var_of_mean(U_a[k])), U_b[k].mean(), math.sqrt(_var_of_mean(U_b[k])))
             for k in (0, 1))
-        self.theta_sum = (sum_a + sum_b)[0]
+        sums = sum_a + sum_b
+        self.theta_sum = sums[0]
         if self.n_components <= EXACT_RELABEL_RANK:
-            lower, mc_lower = self._take_moments(sum_a + sum_b, lower, mc_lower, upper)
+            lower, mc_lower = self._take_moments(sums, lower, mc_lower, upper)
         # The chain at t = 1 starts from a draw of q: a lagging chain still rises.
         halves = 0.5 * (U_a[1][: U_a.shape[1] // 2].mean() + U_b[1][: U_b.shape[1] // 2].mean())
         self.bracketed = dict(lower=lower, lower_mc=mc_lower, upper=upper, log_evidence=0.5 * (lower + upper),

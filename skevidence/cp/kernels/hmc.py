@@ -77,9 +77,10 @@ _LOG_TINY, _LOG_LOST = math.log(1e-250), math.log(1e-280)
 def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
     r""":math:`\log q_{\mathrm{sym}}` at ``theta`` (``phi = log theta``).
 
-    ``log_norm_q`` holds :math:`\alpha\log\beta - \log\Gamma(\alpha)` per
-    entry; ``C`` (``(R, R)``) is a work array. ``fill=False``: ``C`` already
-    holds its values at ``theta`` (as the ridge moves leave it). Up to
+    ``log_norm_q`` (``(R,)``) holds each component's
+    :math:`\sum_d \alpha\log\beta - \log\Gamma(\alpha)`; ``C``
+    (``(R, R)``) is a work array. ``fill=False``: ``C`` already holds its
+    values at ``theta`` (as the ridge moves leave it). Up to
     :data:`EXACT_RELABEL_RANK` the sum is :func:`relabelling_weights`'; above,
     over the identity and the transpositions.
     """
@@ -96,7 +97,7 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _fill_C(phi, theta, alpha, log_norm_q, beta, C):
     """``C[r, s]``: the log density of component ``r``'s entries under ``q``'s component ``s`` (BLAS products)."""
-    C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q.sum(axis=0)
+    C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -362,7 +363,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
         B[n] = np.dot(theta[lo:hi].T.copy(), beta[lo:hi])
         a_sum[n] = (alpha[lo:hi] - 1.0).sum(axis=0)
         lam_sum[n] = np.dot(rates[lo:hi], theta[lo:hi])
-    C[:, :] = log_norm_q.sum(axis=0) + (A - B).sum(axis=0)
+    C[:, :] = log_norm_q + (A - B).sum(axis=0)
     a_diff, b0, bm, c_base = np.empty((4, R))
     rest = np.empty(2 * R)
     # Over the identity and the transpositions, the transpositions' sum is kept through the sweep: a move
@@ -467,14 +468,15 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     N = offsets.shape[0] - 1
     phi = phi_levels[levels[0]].copy()
     step = step_levels[levels[0]]
-    theta, grad, lik_grad, lik_grad_new, phi_new, grad_new, log_norm_q = np.empty((7, D, R))
+    theta, grad, lik_grad, lik_grad_new, phi_new, grad_new = np.empty((6, D, R))
     p = np.empty((D, R))
     p_flat = p.reshape(D * R)
     sums = np.empty((N, R))
     C = np.empty((R, R))
+    log_norm_q = np.zeros(R)  # q's normalising constants, a component's summed
     for d in range(D):
         for r in range(R):
-            log_norm_q[d, r] = alpha[d, r] * math.log(beta[d, r]) - math.lgamma(alpha[d, r])
+            log_norm_q[r] += alpha[d, r] * math.log(beta[d, r]) - math.lgamma(alpha[d, r])
     sqrt_inv_mass = np.sqrt(inv_mass)
     field = np.empty((2, D, R))  # work array: q's shapes and rates averaged over the relabellings (_assemble)
     n_grad = 0
