@@ -26,21 +26,26 @@ combined SEs of the SMC's best rank).
 
 Usage::
 
-    python benchmarks/bench_accuracy.py                 # all cases (about an hour on 2 cores)
-    python benchmarks/bench_accuracy.py --quick         # 4 small cases, a few minutes
+    python benchmarks/bench_accuracy.py --methods smc rti --stored   # the contract on the stored SMC's cases
+    python benchmarks/bench_accuracy.py                 # Chib's method too
+    python benchmarks/bench_accuracy.py --quick         # 4 small cases
     python benchmarks/bench_accuracy.py --cases m40x30r3 t10x12x8r3 --methods smc chib
     python benchmarks/bench_accuracy.py --json results.json   # also write every number
-    python benchmarks/bench_accuracy.py --reuse-smc old.json  # the SMC values of an earlier run
+    python benchmarks/bench_accuracy.py --fresh-smc --json smc.json   # run the SMC again (hours on 2 cores)
 
 Options: ``--particles`` and ``--runs`` set the SMC (default: by the number of counts,
 see ``smc_settings``); ``--seed`` the seed of every method; ``--n-jobs`` the ranks
 the selectors fit at once; ``--referee`` runs the SMC from the prior (256 particles, 4 sweeps)
 where RTI and the referenced SMC differ by more than 3 combined stated errors, and the summary
 counts RTI against it there (the referenced SMC's particles start at the variational fit's
-mode and can miss the other modes of an over-fitted rank); ``--reuse-smc FILE ...`` takes
-the SMC's values from the JSON of earlier runs (same seed) where they hold the case and rank, so that a change to RTI or
-Chib's method is measured against the yardstick without running it again (the SMC is the
-slow part: minutes a rank at 10^4 counts). ``--brackets`` checks instead the brackets that take a rank
+mode and can miss the other modes of an over-fitted rank). The SMC is the slow part (minutes a
+rank at 10^4 counts, hours for all cases), so its values at seed 0 are stored beside this script
+(``data/bench_accuracy_smc.json``) and taken from there: a change to RTI or Chib's method is measured
+against the yardstick without running it again. A case the file does not hold runs the SMC (add its
+entry from the run's ``--json``). ``--reuse-smc FILE ...`` takes them
+from the JSON of other runs instead (same seed); ``--fresh-smc`` runs the SMC wherever no file given holds
+the case and rank (after a change to the SMC itself); ``--stored`` keeps to the cases whose SMC is
+taken from a file. ``--brackets`` checks instead the brackets that take a rank
 out before its ladders run, at ranks far from the true one (``check_brackets``).
 """
 
@@ -60,6 +65,9 @@ from skevidence import BayesianNMFRankSelector, PARAFACRankSelector, PoissonNMF,
 from skevidence.cp import smc_log_evidence
 
 from _environment import git_state
+
+#: The SMC's values at seed 0, case by case: the entries of a run's ``--json`` with the SMC's results alone.
+STORED_SMC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "bench_accuracy_smc.json")
 
 
 @dataclass(frozen=True)
@@ -231,20 +239,25 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--json")
-    parser.add_argument("--reuse-smc", nargs="+", default=[], metavar="FILE")
+    parser.add_argument("--reuse-smc", nargs="+", metavar="FILE")
+    parser.add_argument("--fresh-smc", action="store_true")
+    parser.add_argument("--stored", action="store_true", help="only the cases the stored SMC holds")
     parser.add_argument("--referee", action="store_true")
     parser.add_argument("--brackets", action="store_true")
     args = parser.parse_args()
     # The SMC's values of earlier runs with the same seed (files written before the seed was
     # recorded ran the default, 0).
     reused = {}
-    for path in args.reuse_smc:
+    stored = [STORED_SMC] if os.path.exists(STORED_SMC) and not args.fresh_smc else []
+    for path in stored if args.reuse_smc is None else args.reuse_smc:
         with open(path) as f:
             for name, entry in json.load(f).items():
                 if entry.get("seed", 0) == args.seed:
                     for rank, value in entry["results"]["smc"].items():
                         reused[(name, int(rank))] = dict(value, reused=True)
     names = args.cases or (QUICK if args.quick else [c.name for c in CASES])
+    if args.stored:
+        names = [name for name in names if any(key[0] == name for key in reused)]
     cases = [c for c in CASES if c.name in names]
     if args.brackets:
         check_brackets(cases, args.seed)
