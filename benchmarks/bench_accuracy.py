@@ -155,6 +155,19 @@ def fit_smc(case, X, rank, args, reference="vb"):
                 warned=bool(caught))
 
 
+def load_smc(paths, seed):
+    """The SMC's values in the ``--json`` files ``paths`` at ``seed``, by ``(case, rank)`` (files written before
+    the seed was recorded ran the default, 0)."""
+    values = {}
+    for path in paths:
+        with open(path) as f:
+            for name, entry in json.load(f).items():
+                if entry.get("seed", 0) == seed:
+                    for rank, value in entry["results"]["smc"].items():
+                        values[(name, int(rank))] = dict(value, reused=True)
+    return values
+
+
 def fit_chib(case, X, rank, args):
     Estimator, rank_param = (PoissonNMF, "n_components") if len(case.shape) == 2 else (PoissonPARAFAC, "rank")
     t0 = time.perf_counter()
@@ -245,19 +258,11 @@ def main():
     parser.add_argument("--referee", action="store_true")
     parser.add_argument("--brackets", action="store_true")
     args = parser.parse_args()
-    # The SMC's values of earlier runs with the same seed (files written before the seed was
-    # recorded ran the default, 0).
-    reused = {}
     stored = [STORED_SMC] if os.path.exists(STORED_SMC) and not args.fresh_smc else []
-    for path in stored if args.reuse_smc is None else args.reuse_smc:
-        with open(path) as f:
-            for name, entry in json.load(f).items():
-                if entry.get("seed", 0) == args.seed:
-                    for rank, value in entry["results"]["smc"].items():
-                        reused[(name, int(rank))] = dict(value, reused=True)
+    reused = load_smc(stored if args.reuse_smc is None else args.reuse_smc, args.seed)
     names = args.cases or (QUICK if args.quick else [c.name for c in CASES])
     if args.stored:
-        names = [name for name in names if any(key[0] == name for key in reused)]
+        names = [name for name in names if name in {case for case, _ in reused}]
     cases = [c for c in CASES if c.name in names]
     if args.brackets:
         check_brackets(cases, args.seed)
