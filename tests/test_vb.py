@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import sparse, special
 
-from skevidence.cp.kernels.vb import _rescale_components, digamma, vb_sweeps
+from skevidence.cp.kernels.vb import BOUND_EVERY, _rescale_components, digamma, vb_sweeps
 from skevidence.cp.reference import as_data
 
 
@@ -45,9 +45,11 @@ def twin_sweeps(X, offsets, rates, alpha, beta, max_iter, rtol):
         bound = (np.sum(special.xlogy(X, V)) - constant - np.prod(sums, axis=0).sum()
                  + np.sum(np.log(rates)[:, None] - rates[:, None] * means + alpha - np.log(beta)
                           + special.gammaln(alpha) + (1.0 - alpha) * special.digamma(alpha)))
-        if it == max_iter or (it > 5 and abs(bound - bound_old) <= rtol * abs(bound)):
+        if it == max_iter or (it % BOUND_EVERY == 0 and it > 5
+                              and abs(bound - bound_old) <= BOUND_EVERY * rtol * abs(bound)):
             return bound, it
-        bound_old = bound
+        if it % BOUND_EVERY == 0:
+            bound_old = bound
         alpha[:] = 1.0 + G * S
         for m in modes:
             others = np.ones(alpha.shape[1])

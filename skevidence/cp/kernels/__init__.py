@@ -6,7 +6,8 @@ referenced TI), :mod:`~skevidence.cp.kernels.sgmcmc` (the papers'
 block-parallel SG-MCMC chains), :mod:`~skevidence.cp.kernels.gibbs` (latent-source
 Gibbs sweeps), :mod:`~skevidence.cp.kernels.smc` (the count-arrival SMC's
 moves and weights), :mod:`~skevidence.cp.kernels.assignment` (the matching
-of components) and :mod:`~skevidence.cp.kernels.rng` (per-block random
+of components), :mod:`~skevidence.cp.kernels.fastexp` (a vectorised
+exponential) and :mod:`~skevidence.cp.kernels.rng` (per-block random
 streams). The kernels take validated, C-contiguous float64 arrays and know
 nothing of estimators or evidence methods.
 """

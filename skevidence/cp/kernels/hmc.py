@@ -58,6 +58,7 @@ from numba import njit
 from ..._config import FASTMATH
 from ..likelihood import WITH_VALUE
 from .assignment import best_matching
+from .fastexp import exp_into
 from .passes import log_likelihood
 from .rng import fill_standard_normal
 
@@ -97,7 +98,7 @@ def symmetric_log_q(phi, theta, alpha, log_norm_q, beta, C, fill=True):
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _fill_C(phi, theta, alpha, log_norm_q, beta, C):
     """``C[r, s]``: the log density of component ``r``'s entries under ``q``'s component ``s`` (BLAS products)."""
-    C[:, :] = np.dot(phi.T.copy(), alpha - 1.0) - np.dot(theta.T.copy(), beta) + log_norm_q
+    C[:, :] = np.dot(phi.T, alpha - 1.0) - np.dot(theta.T, beta) + log_norm_q
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -152,23 +153,24 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
         P = np.empty((R, R))
         log_perm = relabelling_weights(C, P)
         PT = P.T.copy()
-        field[0, :, :] = np.dot(alpha, PT)
-        field[1, :, :] = np.dot(beta, PT)
+        np.dot(alpha, PT, field[0])
+        np.dot(beta, PT, field[1])
+    a, b = (field[0], field[1]) if averaged else (alpha, beta)
+    for d in range(D):
+        lam = rates[d]
+        for r in range(R):
+            th = theta[d, r]
+            grad_phi[d, r] = t * th * (lik_grad[d, r] - lam) + (1.0 - t) * ((a[d, r] - 1.0) - b[d, r] * th) + 1.0
+    if not with_value:
+        return 0.0, 0.0
     log_prior = 0.0
     jac = 0.0
     for d in range(D):
         lam = rates[d]
-        if with_value:
-            log_prior += R * math.log(lam)
+        log_prior += R * math.log(lam)
         for r in range(R):
-            th = theta[d, r]
-            a, b = (field[0, d, r], field[1, d, r]) if averaged else (alpha[d, r], beta[d, r])
-            grad_phi[d, r] = t * th * (lik_grad[d, r] - lam) + (1.0 - t) * ((a - 1.0) - b * th) + 1.0
-            if with_value:
-                log_prior -= lam * th
-                jac += phi[d, r]
-    if not with_value:
-        return 0.0, 0.0
+            log_prior -= lam * theta[d, r]
+            jac += phi[d, r]
     if averaged:
         log_q = log_perm - math.lgamma(R + 1.0)
     else:
@@ -185,7 +187,7 @@ def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, the
 
     Without ``with_value`` only the field is computed (``0, 0, 0`` returned).
     """
-    np.exp(phi, theta)  # in place: this runs every leapfrog step
+    exp_into(phi, theta)  # every leapfrog step: vectorised
     loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums, with_value)
     logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, field, rates, C,
                         with_value, True)
@@ -352,7 +354,7 @@ def _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad):
     """
     D, R = phi.shape
     N = offsets.shape[0] - 1
-    theta = np.exp(phi)
+    theta = exp_into(phi, np.empty_like(phi))
     # Per mode n: A[n] = phi_n' (alpha_n - 1), B[n] = theta_n' beta_n, their q-density constants, the
     # column sums of alpha_n - 1 and the prior's rate-weighted sums of theta_n.
     A, B = np.empty((2, N, R, R))
@@ -468,9 +470,10 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     N = offsets.shape[0] - 1
     phi = phi_levels[levels[0]].copy()
     step = step_levels[levels[0]]
-    theta, grad, lik_grad, lik_grad_new, phi_new, grad_new = np.empty((6, D, R))
+    theta, grad, lik_grad, lik_grad_new, phi_new, grad_new = [np.empty((D, R)) for _ in range(6)]
     p = np.empty((D, R))
-    p_flat = p.reshape(D * R)
+    p_flat, phi_flat, grad_flat = p.reshape(D * R), phi_new.reshape(D * R), grad_new.reshape(D * R)
+    inv_mass_flat = np.ascontiguousarray(inv_mass).reshape(D * R)
     sums = np.empty((N, R))
     C = np.empty((R, R))
     log_norm_q = np.zeros(R)  # q's normalising constants, a component's summed
@@ -515,13 +518,17 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
             loglik_new = np.nan
             ok = True
             for step_i in range(n_leapfrog):
-                for d in range(D):
-                    for r in range(R):
-                        p[d, r] += 0.5 * eps * grad_new[d, r]
-                        phi_new[d, r] += eps * inv_mass[d, r] * p[d, r]
-                        if not (-700.0 < phi_new[d, r] < 700.0):
-                            ok = False
-                if not ok:
+                # Flat loops, which the compiler vectorises: the momenta's half step and the positions' step
+                # (after the gradient, the momenta's other half step).
+                outside = 0
+                for k in range(D * R):
+                    p_k = p_flat[k] + 0.5 * eps * grad_flat[k]
+                    p_flat[k] = p_k
+                    x = phi_flat[k] + eps * inv_mass_flat[k] * p_k
+                    phi_flat[k] = x
+                    outside += not (-700.0 < x < 700.0)
+                if outside:
+                    ok = False
                     break
                 # The log target is needed at the end of the trajectory only.
                 last = step_i == n_leapfrog - 1
@@ -532,7 +539,8 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 if last and not np.isfinite(logp_new):
                     ok = False
                     break
-                p += 0.5 * eps * grad_new
+                for k in range(D * R):
+                    p_flat[k] += 0.5 * eps * grad_flat[k]
             acc_prob = 0.0
             if ok:
                 log_ratio = logp_new - 0.5 * np.sum(p * p * inv_mass) - logp + kinetic
@@ -549,7 +557,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 # The likelihood is the same along the ridges: no gradient pass is needed, and the moves leave
                 # C at the new point.
                 _scale_moves(t, phi, offsets, alpha, log_norm_q, beta, rates, C, lik_grad)
-                np.exp(phi, theta)
+                exp_into(phi, theta)
                 logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad, alpha, log_norm_q, beta, field, rates, C,
                                     WITH_VALUE, False)
             if it < n_burnin:

@@ -11,9 +11,10 @@ the latent sources of Cemgil (2009) at their optimum for ``q``. A sweep:
 
 the rates mode after mode, then every component moved to the bound's
 maximum along its scale ridges (:func:`_rescale_components`). The bound is
-taken before every sweep; the sweeps stop when it moves by less than
-``rtol`` of itself (after the sixth), or after ``max_iter``, and the bound
-returned is that of the ``q`` returned.
+taken before every ``BOUND_EVERY``-th sweep; the sweeps stop when it moved by
+less than ``rtol`` of itself a sweep since it was last taken (after the
+sixth sweep), or after ``max_iter``, and the bound returned is that of the
+``q`` returned.
 """
 
 import math
@@ -22,10 +23,13 @@ import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
-from ..likelihood import WITH_VALUE
+from .fastexp import exp_into
 from .passes import column_sums, entry_pass, other_modes
 
-__all__ = ["digamma", "vb_sweeps"]
+__all__ = ["BOUND_EVERY", "digamma", "vb_sweeps"]
+
+#: The sweeps between two evaluations of the bound (its logarithms and log-gammas cost about half a sweep).
+BOUND_EVERY = 4
 
 #: Most Newton steps of the move along the components' scale ridges, and the relative step that ends them.
 _RIDGE_MAX_NEWTON = 100
@@ -109,25 +113,29 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
         for d in range(D):
             for r in range(R):
                 psi[d, r] = digamma(alpha[d, r])
-                G[d, r] = math.exp(psi[d, r]) / beta[d, r]
-        # The bound at the current q (sources at their optimum for it).
-        bound = entry_pass(dense2, X, coords, vals, G, offsets, 0.0, 0.0, S, WITH_VALUE) - constant
-        means[:, :] = alpha / beta
-        column_sums(means, offsets, sums)
-        for r in range(R):
-            p = 1.0
-            for m in range(N):
-                p *= sums[m, r]
-            bound -= p
-        for d in range(D):
-            lam = rates[d]
-            bound += R * math.log(lam)
+        exp_into(psi, G)
+        G /= beta
+        # The bound at the current q (sources at their optimum for it), every BOUND_EVERY sweeps and at the last.
+        check = it % BOUND_EVERY == 0 or it == max_iter
+        total = entry_pass(dense2, X, coords, vals, G, offsets, 0.0, 0.0, S, check)
+        if check:
+            bound = total - constant
+            means[:, :] = alpha / beta
+            column_sums(means, offsets, sums)
             for r in range(R):
-                a = alpha[d, r]
-                bound += -lam * means[d, r] + a - math.log(beta[d, r]) + math.lgamma(a) + (1.0 - a) * psi[d, r]
-        if it == max_iter or (it > 5 and abs(bound - bound_old) <= rtol * abs(bound)):
-            return bound, it
-        bound_old = bound
+                p = 1.0
+                for m in range(N):
+                    p *= sums[m, r]
+                bound -= p
+            for d in range(D):
+                lam = rates[d]
+                bound += R * math.log(lam)
+                for r in range(R):
+                    a = alpha[d, r]
+                    bound += -lam * means[d, r] + a - math.log(beta[d, r]) + math.lgamma(a) + (1.0 - a) * psi[d, r]
+            if it == max_iter or (it > 5 and abs(bound - bound_old) <= BOUND_EVERY * rtol * abs(bound)):
+                return bound, it
+            bound_old = bound
         for d in range(D):
             for r in range(R):
                 alpha[d, r] = 1.0 + G[d, r] * S[d, r]
