@@ -22,7 +22,7 @@ from ..._config import FASTMATH
 __all__ = ["exp_into"]
 
 _LOG2E = 1.4426950408889634
-#: log 2 in two parts: the first with 11 trailing zero bits, so k * _LN2_HI is exact.
+#: log 2 in two parts: the first with 21 trailing zero bits, so k * _LN2_HI is exact for the |k| <= 1023 used here.
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 #: 1 / n! for n = 2 .. 13.
