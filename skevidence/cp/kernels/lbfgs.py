@@ -22,6 +22,7 @@ from numba import njit
 
 from ..._config import FASTMATH
 from ..likelihood import WITH_VALUE
+from .fastexp import exp_into
 from .passes import log_likelihood
 
 __all__ = ["MEMORY", "PHI_BOUND", "laplace_mode", "log_posterior_phi"]
@@ -45,7 +46,8 @@ def log_posterior_phi(dense2, X, coords, vals, offsets, kappa, floor, constant, 
     D, R = phi.shape
     for d in range(D):
         for r in range(R):
-            theta[d, r] = math.exp(min(max(phi[d, r], -PHI_BOUND), PHI_BOUND))
+            theta[d, r] = min(max(phi[d, r], -PHI_BOUND), PHI_BOUND)
+    exp_into(theta, theta)
     value = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums, WITH_VALUE)
     for d in range(D):
         lam = rates[d]
