@@ -24,7 +24,7 @@ import numpy as np
 
 from ._config import CLI_DEFAULTS, DEFAULT_TOL, SELECTOR_SCREEN, STI_DEFAULTS
 
-__all__ = ["main"]
+__all__ = ["command", "main"]
 
 
 def _number(convert, noun, zero=False, auto=False):
