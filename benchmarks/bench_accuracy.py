@@ -42,8 +42,8 @@ mode and can miss the other modes of an over-fitted rank). The SMC is the slow p
 rank at 10^4 counts, hours for all cases), so its values at seed 0 are stored beside this script
 (``data/bench_accuracy_smc.json``) and taken from there: a change to RTI or Chib's method is measured
 against the yardstick without running it again. A case the file does not hold runs the SMC (add its
-entry from the run's ``--json``). ``--reuse-smc FILE ...`` takes them
-from the JSON of other runs instead (same seed); ``--fresh-smc`` runs the SMC wherever no file given holds
+entry from the run's ``--json``, written after every rank). ``--reuse-smc FILE ...`` takes them
+from the JSON of other runs instead (same seed; an interrupted run's ranks too); ``--fresh-smc`` runs the SMC wherever no file given holds
 the case and rank (after a change to the SMC itself); ``--stored`` keeps to the cases whose SMC is
 taken from a file. ``--brackets`` checks instead the brackets that take a rank
 out before its ladders run, at ranks far from the true one (``check_brackets``).
@@ -153,6 +153,16 @@ def fit_smc(case, X, rank, args, reference="vb"):
     return dict(value=r.log_evidence, se=r.std_error, time=time.perf_counter() - t0,
                 spread=r.diagnostics["run_spread"], steps=float(np.mean(r.diagnostics["n_steps"])),
                 warned=bool(caught))
+
+
+def as_json(results):
+    """``results`` (method -> rank -> entry) with the ranks as strings, as JSON keys are."""
+    return {m: {str(k): v for k, v in r.items()} for m, r in results.items()}
+
+
+def save(path, table):
+    with open(path, "w") as f:
+        json.dump(table, f, indent=1, default=float)
 
 
 def load_smc(paths, seed):
@@ -322,14 +332,16 @@ def main():
                       f"({ref['time']:.0f} s); RTI - referee {rti['value'] - ref['value']:+.1f} ({z:+.1f}), "
                       f"referenced SMC - referee {smc['value'] - ref['value']:+.1f}", flush=True)
                 rti["z_referee"] = z
+            if args.json:  # after every rank: an interrupted run's SMC is reusable (--reuse-smc)
+                save(args.json, {**table, case.name: dict(case=case.__dict__, seed=args.seed, counts=counts,
+                                                          ranks=ranks, results=as_json(results))})
         picks = {m: chosen(results[m], ranks) for m in ("smc", "chib", "rti") if m in results}
         print(f"{'':<14} chosen rank: " + ", ".join(f"{m} {picks[m]}" for m in picks)
               + f" (true {case.true_rank})", flush=True)
         table[case.name] = dict(case=case.__dict__, seed=args.seed, counts=counts, ranks=ranks, picks=picks,
-                                results={m: {str(k): v for k, v in r.items()} for m, r in results.items()})
-        if args.json:  # after every case: an interrupted run's SMC is reusable (--reuse-smc)
-            with open(args.json, "w") as f:
-                json.dump(table, f, indent=1, default=float)
+                                results=as_json(results))
+        if args.json:
+            save(args.json, table)
 
     print()
     print(f"summary over {len(table)} cases ({time.perf_counter() - t_start:.0f} s; "
