@@ -43,10 +43,10 @@ rank at 10^4 counts, hours for all cases), so its values at seed 0 are stored be
 (``data/bench_accuracy_smc.json``) and taken from there: a change to RTI or Chib's method is measured
 against the yardstick without running it again. A case the file does not hold runs the SMC (add its
 entry from the run's ``--json``, written after every rank). ``--reuse-smc FILE ...`` takes them
-from the JSON of other runs instead (same seed; an interrupted run's ranks too); ``--fresh-smc`` runs the SMC wherever no file given holds
-the case and rank (after a change to the SMC itself); ``--stored`` keeps to the cases whose SMC is
-taken from a file. ``--brackets`` checks instead the brackets that take a rank
-out before its ladders run, at ranks far from the true one (``check_brackets``).
+from the JSON of other runs instead (same seed; an interrupted run's ranks too); ``--fresh-smc`` runs
+the SMC wherever no file given holds the case and rank (after a change to the SMC itself); ``--stored``
+keeps to the cases whose SMC is taken from a file. ``--brackets`` checks instead the brackets that take
+a rank out before its ladders run, at ranks far from the true one (``check_brackets``).
 """
 
 import argparse
