@@ -155,12 +155,8 @@ def fit_smc(case, X, rank, args, reference="vb"):
                 warned=bool(caught))
 
 
-def as_json(results):
-    """``results`` (method -> rank -> entry) with the ranks as strings, as JSON keys are."""
-    return {m: {str(k): v for k, v in r.items()} for m, r in results.items()}
-
-
 def save(path, table):
+    """Write ``table`` to ``path`` as JSON (the ranks, keys, become strings)."""
     with open(path, "w") as f:
         json.dump(table, f, indent=1, default=float)
 
@@ -294,6 +290,9 @@ def main():
         counts, nz = int(dense.sum()), 100.0 * np.count_nonzero(dense) / dense.size
         ranks = case.ranks()
         results = {m: {} for m in args.methods}
+        # Saved after every rank: an interrupted run's SMC is reusable (--reuse-smc).
+        table[case.name] = entry = dict(case=case.__dict__, seed=args.seed, counts=counts, ranks=ranks,
+                                        results=results)
         if "rti" in args.methods:
             results["rti"] = fit_rti(case, X, ranks, args)
         for rank in ranks:
@@ -332,14 +331,12 @@ def main():
                       f"({ref['time']:.0f} s); RTI - referee {rti['value'] - ref['value']:+.1f} ({z:+.1f}), "
                       f"referenced SMC - referee {smc['value'] - ref['value']:+.1f}", flush=True)
                 rti["z_referee"] = z
-            if args.json:  # after every rank: an interrupted run's SMC is reusable (--reuse-smc)
-                save(args.json, {**table, case.name: dict(case=case.__dict__, seed=args.seed, counts=counts,
-                                                          ranks=ranks, results=as_json(results))})
+            if args.json:
+                save(args.json, table)
         picks = {m: chosen(results[m], ranks) for m in ("smc", "chib", "rti") if m in results}
         print(f"{'':<14} chosen rank: " + ", ".join(f"{m} {picks[m]}" for m in picks)
               + f" (true {case.true_rank})", flush=True)
-        table[case.name] = dict(case=case.__dict__, seed=args.seed, counts=counts, ranks=ranks, picks=picks,
-                                results=as_json(results))
+        entry["picks"] = picks
         if args.json:
             save(args.json, table)
 
@@ -351,8 +348,7 @@ def main():
             continue
         zs, ok_picks = [], 0
         for entry in table.values():
-            res = {int(k): v for k, v in entry["results"][method].items()}
-            smc = {int(k): v for k, v in entry["results"]["smc"].items()}
+            res, smc = entry["results"][method], entry["results"]["smc"]
             zs += [res[r].get("z_referee", res[r]["z"]) for r in entry["ranks"]]
             ok_picks += indistinguishable(smc, entry["ranks"], entry["picks"][method])
         zs = np.abs(np.array(zs))
