@@ -286,11 +286,13 @@ def _add_gauged(F, offsets, prior_rates, total):
     """
     dims = offsets[1:] - offsets[:-1]
     sums = _mode_sums(F, offsets)
+    scales = np.empty((F.shape[1], dims.shape[0]))
     for r in range(F.shape[1]):
-        scales = modal_scales(dims, prior_rates * sums[:, r])
-        for m in range(dims.shape[0]):
-            for a in range(offsets[m], offsets[m + 1]):
-                total[a, r] += F[a, r] * scales[m]
+        scales[r] = modal_scales(dims, prior_rates * sums[:, r])
+    for m in range(dims.shape[0]):  # row by row, as the factors are stored
+        for a in range(offsets[m], offsets[m + 1]):
+            for r in range(F.shape[1]):
+                total[a, r] += F[a, r] * scales[r, m]
 
 
 @njit(cache=True, fastmath=FASTMATH)

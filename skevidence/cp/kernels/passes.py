@@ -11,6 +11,7 @@ linear part :math:`-\sum v` (Poisson) and its gradient from the factors'
 column sums.
 """
 
+import numpy as np
 from numba import njit
 
 from ..._config import FASTMATH
@@ -103,13 +104,12 @@ def entry_pass(dense2, X, coords, vals, F, offsets, kappa, floor, out, with_valu
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def column_sums(F, offsets, sums):
     """Each mode's column sums of the stacked ``F`` into ``sums`` (``(N, R)``)."""
-    R = F.shape[1]
+    # Row by row: a column of a factor with hundreds of components is a cache line a row.
+    sums[:, :] = 0.0
     for m in range(offsets.shape[0] - 1):
-        for r in range(R):
-            s = 0.0
-            for i in range(offsets[m], offsets[m + 1]):
-                s += F[i, r]
-            sums[m, r] = s
+        for i in range(offsets[m], offsets[m + 1]):
+            for r in range(F.shape[1]):
+                sums[m, r] += F[i, r]
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
@@ -138,14 +138,14 @@ def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, 
     R = F.shape[1]
     mass = 0.0
     for r in range(R):
-        p = 1.0
-        for m in range(N):
-            p *= sums[m, r]
-        mass += p
-        for m in range(N):
-            others = other_modes(sums, m, r)
-            for i in range(offsets[m], offsets[m + 1]):
-                grad[i, r] -= others
+        mass += sums[0, r] * other_modes(sums, 0, r)
+    others = np.empty(R)
+    for m in range(N):
+        for r in range(R):
+            others[r] = other_modes(sums, m, r)
+        for i in range(offsets[m], offsets[m + 1]):  # row by row, as the factors are stored
+            for r in range(R):
+                grad[i, r] -= others[r]
     return total - mass - constant
 
 

@@ -95,9 +95,9 @@ def _part_sizes(bounds, offsets):
 
 @njit(cache=True, fastmath=FASTMATH)
 def _work_size(X, bounds, R):
-    """A block's work space: the means of a dense block, or the Poisson linear part's column sums."""
+    """A block's work space: the means of a dense block, or the Poisson linear part's sums and products."""
     widths = bounds[:, 1:] - bounds[:, :-1]
-    return max(np.max(widths[0]) * np.max(widths[1]) if X.size > 0 else 0, bounds.shape[0] * R)
+    return max(np.max(widths[0]) * np.max(widths[1]) if X.size > 0 else 0, (bounds.shape[0] + 1) * R)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -136,8 +136,11 @@ def _listed_block(coords, vals, start, stop, F, offsets, g, keep, kappa, floor):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _linear_part(F, rows, g, sums):
-    r"""Add the block's Poisson linear part :math:`-\sum V` to its gradient ``g``; return its value."""
+def _linear_part(F, rows, g, sums, others):
+    r"""Add the block's Poisson linear part :math:`-\sum V` to its gradient ``g``; return its value.
+
+    ``sums`` (``(N, R)``) and ``others`` (``R``) are work space.
+    """
     sums[:] = 0.0
     for m in range(rows.shape[0]):
         for a in range(rows[m, 0], rows[m, 1]):
@@ -145,8 +148,12 @@ def _linear_part(F, rows, g, sums):
     ll = 0.0
     for r in range(F.shape[1]):
         ll -= other_modes(sums, 0, r) * sums[0, r]
-        for m in range(rows.shape[0]):
-            g[rows[m, 0] : rows[m, 1], r] -= other_modes(sums, m, r)
+    for m in range(rows.shape[0]):
+        for r in range(F.shape[1]):
+            others[r] = other_modes(sums, m, r)
+        for a in range(rows[m, 0], rows[m, 1]):  # row by row, as the factors are stored
+            for r in range(F.shape[1]):
+                g[a, r] -= others[r]
     return ll
 
 
@@ -166,7 +173,8 @@ def _block_loglik(data, bid, F, rows, g, work, keep):
     else:
         ll = _dense_block(X, F, offsets, rows, g, work, keep, kappa, floor)
     if kappa == 0.0:
-        ll += _linear_part(F, rows, g, work[: n_modes * R].reshape((n_modes, R)))
+        sums, others = work[: n_modes * R].reshape((n_modes, R)), work[n_modes * R : (n_modes + 1) * R]
+        ll += _linear_part(F, rows, g, sums, others)
     return ll - block_constant[bid] if keep else 0.0
 
 

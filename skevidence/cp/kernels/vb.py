@@ -67,15 +67,19 @@ def _rescale_components(alpha, beta, rates, offsets):
     clip's Poisson spectrogram at rank 1: still 0.3 nats a sweep after 1,000 sweeps, 112 nats below
     this maximum, which three sweeps with the move reach).
     """
-    N = offsets.shape[0] - 1
-    A = np.zeros(N)
+    N, R = offsets.shape[0] - 1, alpha.shape[1]
     n_min = np.diff(offsets).min()
-    for r in range(alpha.shape[1]):
+    # The factors visited row by row, as they are stored.
+    A = np.zeros((N, R))
+    scales = np.empty((N, R))
+    for m in range(N):
+        for i in range(offsets[m], offsets[m + 1]):
+            for r in range(R):
+                A[m, r] += rates[i] * alpha[i, r] / beta[i, r]
+    for r in range(R):
         target = 0.0
         for m in range(N):
-            lo, hi = offsets[m], offsets[m + 1]
-            A[m] = np.dot(rates[lo:hi], alpha[lo:hi, r] / beta[lo:hi, r])
-            target += math.log(A[m])
+            target += math.log(A[m, r])
         y = math.exp(target / N)
         for _ in range(_RIDGE_MAX_NEWTON):
             log_prod = 0.0
@@ -89,9 +93,11 @@ def _rescale_components(alpha, beta, rates, offsets):
             if abs(step) <= _RIDGE_RTOL * (abs(y) + n_min):
                 break
         for m in range(N):
-            scale = (y + (offsets[m + 1] - offsets[m])) / A[m]
-            for i in range(offsets[m], offsets[m + 1]):
-                beta[i, r] /= scale
+            scales[m, r] = (y + (offsets[m + 1] - offsets[m])) / A[m, r]
+    for m in range(N):
+        for i in range(offsets[m], offsets[m + 1]):
+            for r in range(R):
+                beta[i, r] /= scales[m, r]
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
@@ -143,12 +149,11 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
         column_sums(means, offsets, sums)
         # The rates mode after mode, each from the others' current means; the updated mode's sums follow.
         for m in range(N):
-            for r in range(R):
-                others = other_modes(sums, m, r)
-                s = 0.0
-                for i in range(offsets[m], offsets[m + 1]):
-                    beta[i, r] = rates[i] + others
-                    s += alpha[i, r] / beta[i, r]
-                sums[m, r] = s
+            # Row by row; mode m's sums are not among the others' it reads.
+            sums[m, :] = 0.0
+            for i in range(offsets[m], offsets[m + 1]):
+                for r in range(R):
+                    beta[i, r] = rates[i] + other_modes(sums, m, r)
+                    sums[m, r] += alpha[i, r] / beta[i, r]
         _rescale_components(alpha, beta, rates, offsets)
     return bound, max_iter
