@@ -138,7 +138,10 @@ def log_likelihood(dense2, X, coords, vals, F, offsets, kappa, floor, constant, 
     R = F.shape[1]
     mass = 0.0
     for r in range(R):
-        mass += sums[0, r] * other_modes(sums, 0, r)
+        p = 1.0
+        for m in range(N):
+            p *= sums[m, r]
+        mass += p
     others = np.empty(R)
     for m in range(N):
         for r in range(R):

@@ -69,17 +69,14 @@ def _rescale_components(alpha, beta, rates, offsets):
     """
     N, R = offsets.shape[0] - 1, alpha.shape[1]
     n_min = np.diff(offsets).min()
-    # The factors visited row by row, as they are stored.
-    A = np.zeros((N, R))
+    A = np.zeros(N)
     scales = np.empty((N, R))
-    for m in range(N):
-        for i in range(offsets[m], offsets[m + 1]):
-            for r in range(R):
-                A[m, r] += rates[i] * alpha[i, r] / beta[i, r]
     for r in range(R):
         target = 0.0
         for m in range(N):
-            target += math.log(A[m, r])
+            lo, hi = offsets[m], offsets[m + 1]
+            A[m] = np.dot(rates[lo:hi], alpha[lo:hi, r] / beta[lo:hi, r])
+            target += math.log(A[m])
         y = math.exp(target / N)
         for _ in range(_RIDGE_MAX_NEWTON):
             log_prod = 0.0
@@ -93,8 +90,8 @@ def _rescale_components(alpha, beta, rates, offsets):
             if abs(step) <= _RIDGE_RTOL * (abs(y) + n_min):
                 break
         for m in range(N):
-            scales[m, r] = (y + (offsets[m + 1] - offsets[m])) / A[m, r]
-    for m in range(N):
+            scales[m, r] = (y + (offsets[m + 1] - offsets[m])) / A[m]
+    for m in range(N):  # row by row, as the factors are stored
         for i in range(offsets[m], offsets[m + 1]):
             for r in range(R):
                 beta[i, r] /= scales[m, r]
