@@ -98,6 +98,8 @@ def _build_parser():
     add("--max-time", type=_positive_float, help="seconds a rank may spend on each refinement of its estimate "
         "(--method rti; default: no limit). A limit makes the numbers depend on the machine's speed")
     add("--sampler", choices=("psgld", "sgld"), default=STI_DEFAULTS["sampler"], help="SG-MCMC sampler (--method sti)")
+    add("--step-size", type=_positive_float, help="scale a of the SG-MCMC steps (a/k)^b of burn-in, which then stay "
+        "at their last (--method sti; default: auto). A chain that diverges names the a it ran with")
     add("--temperatures", type=_positive_int, help="ladder intervals of the first round (default: "
         f"{SELECTOR_SCREEN['n_temperatures']} for rti, rounded up to a multiple of 4, which refinement may halve; "
         f"{STI_DEFAULTS['temperatures']} for sti)")
@@ -121,7 +123,7 @@ def _method_params(args):
     """The selector's ``method_params`` from the command line's chain settings (those not given are left out)."""
     if args.method == "sti":
         params = dict(sampler=args.sampler, temperatures=args.temperatures, n_samples=args.n_samples,
-                      n_burnin=args.n_burnin)
+                      n_burnin=args.n_burnin, step_size=args.step_size)
     else:
         n_burnin = SELECTOR_SCREEN["n_burnin"] if args.n_burnin is None else args.n_burnin
         n_keep = None if args.n_samples is None else args.n_samples - n_burnin

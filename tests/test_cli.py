@@ -208,3 +208,16 @@ def test_nmf_rank_reports_the_noise_floor_it_used(tmp_path):
     assert silent > 20 and record["silent_frames"] == silent
     assert record["shape"] == [X.shape[0] - silent, X.shape[1]]
     assert f"{silent} frames of digital silence left out" in run.stdout
+
+
+def test_nmf_rank_sti_takes_the_step_size_its_divergence_error_names(tmp_path, capsys):
+    """--method sti runs the papers' STI with --step-size's a; a diverging chain's message names the a to lower."""
+    out = tmp_path / "out.json"
+    args = ["nmf-rank", "--method", "sti", "--ranks", "1", "--temperatures", "2", "--n-samples", "40", "--n-burnin",
+            "10", "-q", "--json", str(out)]
+    run = _main(*args, "--step-size", "1e-16")
+    assert run.returncode == 0, run.stderr
+    record = json.loads(out.read_text())
+    assert record["settings"]["method_params"]["step_size"] == 1e-16 and np.isfinite(record["log_evidence"][0])
+    run = _main(*args, "--step-size", "1e3")
+    assert run.returncode == 2 and re.search(r"diverged .* Lower step_size \(now a=1e\+03\)", run.stderr)
