@@ -14,7 +14,7 @@ printed), at two models (``--models``):
   0.0004 (``--likelihood poisson --scale 1 --prior-rate 0.0004``).
 
 ``--method sti`` runs the paper's method instead (``--sampler``,
-``--temperatures``, ``--n-samples``, ``--n-burnin`` as in the command);
+``--step-size`` as in the command);
 ``--max-time`` is passed on to referenced TI.
 
 The paper's oracle follows (its Fig. 4), printed next to each evidence curve:
@@ -146,6 +146,8 @@ def run_command(files, model, args):
                    *MODELS[model]["args"], "--json", str(out)]
         if args.method == "sti":
             command += ["--sampler", args.sampler]
+            if args.step_size is not None:
+                command += ["--step-size", str(args.step_size)]
         elif args.max_time is not None:
             command += ["--max-time", str(args.max_time)]
         print("$ " + " ".join(["skevidence", *command[3:]]).replace(str(files[0].parent) + "/", ""), flush=True)
@@ -164,6 +166,7 @@ def main():
     parser.add_argument("--method", default="rti", choices=("rti", "sti"))
     parser.add_argument("--max-time", type=float, help="the command's --max-time (rti)")
     parser.add_argument("--sampler", default="psgld", choices=("psgld", "sgld"), help="the command's (sti)")
+    parser.add_argument("--step-size", type=float, help="the command's (sti; default: auto)")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--profile-rank", type=int, help="rank of the one-iteration profile of the SG-MCMC chain")
     parser.add_argument("--noizeus", default=None)
