@@ -210,7 +210,7 @@ def test_nmf_rank_reports_the_noise_floor_it_used(tmp_path):
     assert f"{silent} frames of digital silence left out" in run.stdout
 
 
-def test_nmf_rank_sti_takes_the_step_size_its_divergence_error_names(tmp_path, capsys):
+def test_nmf_rank_sti_takes_the_step_size_its_divergence_error_names(tmp_path):
     """--method sti runs the papers' STI with --step-size's a; a diverging chain's message names the a to lower."""
     out = tmp_path / "out.json"
     args = ["nmf-rank", "--method", "sti", "--ranks", "1", "--temperatures", "2", "--n-samples", "40", "--n-burnin",

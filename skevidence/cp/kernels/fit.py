@@ -88,9 +88,10 @@ def _listed_mode(coords, vals, F, offsets, m, kappa, floor, num, den):
     if kappa == 0.0:  # the linear part: the product of the other modes' column sums
         sums = np.empty((N, R))
         column_sums(F, offsets, sums)
-        for i in range(den.shape[0]):
-            for r in range(R):
-                den[i, r] = other_modes(sums, m, r)
+        for r in range(R):
+            others[r] = other_modes(sums, m, r)
+        for i in range(den.shape[0]):  # the same row for every factor row
+            den[i, :] = others
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
