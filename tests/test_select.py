@@ -214,8 +214,8 @@ def test_a_refinement_searches_before_it_lengthens():
 
 
 def test_a_screen_runs_one_ladder_and_its_first_refinement_adds_the_second():
-    """A screen's first round is the first ladder of the full round, the same draws; the first refinement
-    step runs the second ladder as long, and no bar counts as within tol before it."""
+    """A screen's first round is one ladder of the full round's size, estimating the same log-evidence; the
+    first refinement step runs the second ladder as long, and no bar counts as within tol before it."""
     data = _data(seed=2)
     full = RankRun(data, 2, np.ones(2), **SETTINGS, random_state=0)
     screen = RankRun(data, 2, np.ones(2), **SETTINGS, screen=True, random_state=0)
@@ -226,10 +226,11 @@ def test_a_screen_runs_one_ladder_and_its_first_refinement_adds_the_second():
         while not run.estimated:
             run.finish(run_pieces(run.plan(None), 2))
         assert run.plan(None) == []
-    result = screen.result(None, "poisson")
-    assert result.diagnostics["ladders"] == full.result(None, "poisson").diagnostics["ladders"][:1]
-    assert result.log_evidence == result.diagnostics["ladders"][0]
+    result, both = screen.result(None, "poisson"), full.result(None, "poisson")
+    assert len(result.diagnostics["ladders"]) == 1 and result.log_evidence == result.diagnostics["ladders"][0]
     assert result.diagnostics["acceptance"].shape == full.ladders[0].accept.shape
+    assert screen.ladders[0].n_kept == full.ladders[0].n_kept
+    assert abs(result.log_evidence - both.log_evidence) <= 3.0 * np.hypot(result.std_error, both.std_error)
     kept, n_grad = screen.ladders[0].n_kept, screen.n_grad
     # A tol any bar meets: the second ladder still runs, once, and the first is left as it was.
     screen.finish(run_pieces(screen.plan(1e6), 2))
@@ -238,6 +239,28 @@ def test_a_screen_runs_one_ladder_and_its_first_refinement_adds_the_second():
     assert screen.n_grad - n_grad == pytest.approx(n_grad - bracket, rel=0.05)
     assert len(screen.result(1e6, "poisson").diagnostics["ladders"]) == 2
     assert screen.plan(1e6) == [] and "below tol" in screen.stop_reason
+
+
+def test_a_screens_first_round_starts_at_every_other_temperature_and_continues_its_chains():
+    """A screen's round begins with a quarter of its work (every other temperature, half the first half's
+    draws), an estimate of its own; then the other temperatures join and every chain continues to the half."""
+    run = RankRun(_data(seed=2), 2, np.ones(2), **SETTINGS, screen=True, random_state=0)
+    while run.bracketed is None:
+        run.finish(run_pieces(run.plan(None), 2))
+    run.finish(run_pieces(run.plan(None), 2))
+    K, half = SETTINGS["n_temperatures"], SETTINGS["n_keep"] // 2
+    ladder = run.ladders[0]
+    assert ladder.temperatures.size == K // 2 + 1 and ladder.n_kept == half // 2
+    assert run.halfway and not run.estimated and len(run.rounds) == 1 and np.isfinite(run.standing).all()
+    temperatures, quarter = ladder.temperatures.copy(), [np.concatenate(s).copy() for s in ladder.samples]
+    run.finish(run_pieces(run.plan(None), 2))
+    assert ladder.temperatures.size == K + 1 and run.halfway and len(run.rounds) == 1
+    np.testing.assert_array_equal(ladder.temperatures[::2], temperatures)
+    assert [np.concatenate(s).size for s in ladder.samples] == [half] * (K + 1)
+    for before, after in zip(quarter, ladder.samples[::2]):
+        np.testing.assert_array_equal(np.concatenate(after)[: before.size], before)
+    run.finish(run_pieces(run.plan(None), 2))
+    assert run.estimated and ladder.n_kept == SETTINGS["n_keep"] and len(run.rounds) == 1
 
 
 def test_a_failing_rank_is_recorded_and_the_others_go_on(monkeypatch):
@@ -301,6 +324,21 @@ def test_before_any_round_the_brackets_may_decide():
     assert _screen(state) == {} and runs[0].stop_reason.startswith("it leads by its bracket alone")
     runs[1].standing = (97.0, 1.0)  # within 3 combined bars: the best runs its round first
     assert _screen(state) == {0: ["ladder"]}
+
+
+def test_a_screen_that_puts_every_other_rank_out_stops_there():
+    """Once every other rank is out, the best's estimate as it stands decides (its round's first part too):
+    no second ladder runs, and no other rank finishes its round."""
+    from skevidence.cp.select import _screen
+
+    runs = [_Run(100.0, 2.0, 0.0, 1), _Run(96.0, 1.0, 0.0, 1), _Run(50.0, 1.0, 0.0, 1)]
+    runs[0].halfway = runs[1].halfway = True
+    runs[0].second_ladder = lambda: ["second ladder"]
+    state = SimpleNamespace(runs=runs, errors={})
+    assert _screen(state) == {0: ["ladder"], 1: ["ladder"]}  # rank 1 is 1.8 combined bars below: both finish
+    runs[1].standing = (90.0, 1.0)  # 4.5 combined bars below: out
+    runs[0].stop_reason = None
+    assert _screen(state) == {} and runs[0].stop_reason == "it leads: every other rank is out"
 
 
 def test_split_start_splits_the_largest_component_of_many_rows():

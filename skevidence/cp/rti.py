@@ -194,13 +194,15 @@ class _Ladder:
         """Continue every chain from where it stopped for ``n_more`` draws (default: as many as it holds)."""
         return self._pieces(np.arange(self.temperatures.size), False, 0, n_more or self.n_kept)
 
-    def refine(self):
-        """Halve the ladder's spacing; each new chain starts from its lower neighbour's end state."""
-        K = self.temperatures.size - 1
+    def refine(self, n_more=0):
+        """Halve the ladder's spacing; each new chain starts from its lower neighbour's end state and keeps as
+        many draws as the old chains will hold, which add ``n_more`` each."""
+        K, n_kept = self.temperatures.size - 1, self.n_kept
         self.phi, self.steps, self.accept = (np.repeat(a, 2, axis=0)[:-1] for a in (self.phi, self.steps, self.accept))
         self.samples = [s for old in self.samples for s in (old, [])][:-1]
         self.temperatures, self.dt = rti_temperatures(2 * K, self.run.ladder_power)
-        return self._pieces(np.arange(1, 2 * K, 2), False, self.n_burnin, self.n_kept)
+        new = self._pieces(np.arange(1, 2 * K, 2), False, self.n_burnin, n_kept + n_more)
+        return new + (self._pieces(np.arange(0, 2 * K + 1, 2), False, 0, n_more) if n_more else [])
 
     @property
     def n_kept(self):
@@ -225,7 +227,8 @@ class RankRun:
     the same ``random_state`` gives the same numbers however the pieces run.
     The settings are those of :func:`referenced_ti_log_evidence`; with
     ``screen=True`` (a rank selection's screen) the first round runs one of
-    the two ladders, and the first refinement step the other.
+    the two ladders, starting from a quarter of it (every other temperature,
+    a quarter of the draws), and the first refinement step the other.
     """
 
     def __init__(self, data, n_components, prior_rates, *, n_temperatures, n_burnin, n_keep, n_leapfrog, n_starts,
@@ -259,7 +262,7 @@ class RankRun:
         self.fits, self.ladders, self.rounds, self.bracketed, self.bracketed_at = [], None, [], None, None
         self.n_refinements, self.stop_reason, self.time, self.n_grad = 0, None, 0.0, 0
         self._next, self._polishing = None, []  # the step its pieces are for; the starts a polish continues
-        self.halfway = False  # the last round holds the first half of its draws (an estimate of its own)
+        self.halfway = False  # the last round holds a first part of its draws (an estimate of its own)
         self.moments = False  # whether q is fitted to the moments of a chain at t = 1 (else the fit's)
 
     # -- the reference ------------------------------------------------------------------------------
@@ -406,9 +409,17 @@ class RankRun:
             self.stop_reason = "one round of its ladders ran"
             s = self.settings
             # The first check needs every chain split in halves: n_keep in two runs, each ending in an estimate.
-            self._next = "half"
+            # A screen's first half starts as a quarter: every other temperature, half its draws (an estimate
+            # that puts out a rank far below the best for 40% of a half's work), then the ladder's other
+            # temperatures and the rest of the half's draws.
+            K, n_keep = s["n_temperatures"], max(s["n_keep"] // 2, 2)
+            quarter = self.screen and K % 8 == 0 and n_keep >= 8
+            self._next = "quarter" if quarter else "half"
             return [p for ladder in self.ladders
-                    for p in ladder.start(s["n_temperatures"], s["n_burnin"], max(s["n_keep"] // 2, 2))]
+                    for p in ladder.start(K // 2 if quarter else K, s["n_burnin"], n_keep // 2 if quarter else n_keep)]
+        if self._next == "quarter":
+            self._next = "half"
+            return [p for ladder in self.ladders for p in ladder.refine(ladder.n_kept)]
         if self._next == "half":
             self._next = "estimate"
             return [p for ladder in self.ladders for p in ladder.lengthen()]
@@ -491,7 +502,7 @@ class RankRun:
             self._next, new = None, True
         else:
             self.n_grad += sum(results)
-            if self._next in ("half", "estimate"):  # a round's first half is an estimate too (see _estimate)
+            if self._next in ("quarter", "half", "estimate"):  # a round's first part is an estimate too (_estimate)
                 self._estimate()
                 new = True
         return new
@@ -511,15 +522,15 @@ class RankRun:
         self.parts = parts
         entry = dict(n_temperatures=K, n_keep=ladder.n_kept, log_evidence=self.value, error=self.error, mc=self.mc,
                      lag=self.lag, quad=self.quad, mode=self.mode_error, n_grad=self.n_grad, time=self.time)
-        # A round's first half stands for the round until the round is whole (it is replaced then): a screen
-        # puts out a rank far below the best by it, and the round's second half never runs.
+        # A round's first part stands for the round until the round is whole (it is replaced then): a screen
+        # puts out a rank far below the best by it, and the rest of the round never runs.
         self.rounds[len(self.rounds) - self.halfway:] = [entry]
-        self.halfway = self._next == "half"
+        self.halfway = self._next in ("quarter", "half")
 
     @property
     def estimated(self):
         """Whether the run holds an estimate from its current reference (a better mode restarts the ladders)."""
-        return self.ladders is not None and bool(self.rounds) and self._next != "half"
+        return self.ladders is not None and bool(self.rounds) and self._next not in ("quarter", "half")
 
     @property
     def standing(self):

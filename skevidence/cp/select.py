@@ -4,10 +4,13 @@ Every rank is screened: its reference's starts, then its bracket
 (:meth:`~skevidence.cp.rti.RankRun.bracket`: the log-evidence lies between
 the reference's bound and the integrand at the posterior), then, if it is
 still in the running, one round of one ladder (a rank the screen puts out
-needs no check of its Monte-Carlo error by a second; the best, and a rank
-at its first refinement step, run the second). A round runs in two halves,
-each ending in an estimate with its error bar: a rank the first half puts
-out runs no second (its chains and ladder are a rank's smallest). A rank whose
+needs no check of its Monte-Carlo error by a second; the best, unless every
+other rank is out by then, and a rank at its first refinement step, run the
+second). A round runs in three steps, each ending in an estimate with its
+error bar: a quarter (every other temperature, a quarter of the draws), the
+rest of the first half (the other temperatures join, every chain continues),
+the second half; a rank an estimate puts out runs no further step, and once
+every other rank is out the best's estimate as it stands decides. A rank whose
 log-evidence is more than ``DECISION_Z`` combined error bars below the best
 is out and is never refined: a rank whose bracket lies that far below runs
 no ladder at all. So is a rank whose estimate plus
@@ -114,12 +117,13 @@ def _screen(state):
     bar without the mode-search piece) doubles its starts, up to eight times
     the first search's, before any ladder of it runs (a start costs a small
     part of a round); a better mode found so is bracketed again. Then the
-    best runs the first half of its round first: its estimate is what the
-    others must reach; every other rank in the running runs the first half
-    of its round beside the rest of the best's, and the second if it is
-    still in the running; then the best runs its second ladder. If the
-    brackets alone put every other rank out, no round runs: the choice is
-    decided, and the best's bracket is its estimate.
+    best runs the first step of its round first: its estimate is what the
+    others must reach; every other rank in the running runs its round's
+    steps beside the rest of the best's, each while it is still in the
+    running; then the best runs its second ladder. As soon as every other
+    rank is out (by the brackets alone, or by an estimate), the choice is
+    decided and the screen stops: the best's estimate is where it stands
+    (its bracket, or its round so far).
     """
     runs, live = state.runs, [i for i in range(len(state.runs)) if i not in state.errors]
 
@@ -131,7 +135,11 @@ def _screen(state):
         return plans
     values, bars, modes, lowers = standings(runs, state.errors)
     running, best = in_the_running(values, bars, modes, lowers), int(np.nanargmax(values))
-    # A round's first half puts out a rank far below the best; the ranks still in the running finish theirs.
+    if len(live) > 1 and running.sum() == 1:  # decided: the best's estimate as it stands (its bracket, or a round)
+        runs[best].stop_reason = ("it leads by its bracket alone: every other rank is out" if not runs[best].rounds
+                                  else "it leads: every other rank is out")
+        return {}
+    # A round's first steps put out a rank far below the best; the ranks still in the running finish theirs.
     halves = {i: pieces for i in np.flatnonzero(running) if runs[i].halfway and (pieces := runs[i].plan(None))}
     pending = [i for i in np.flatnonzero(running) if not runs[i].rounds]
     others = [i for i in pending if i != best]  # the best's mode-search piece is left out of every comparison
@@ -140,9 +148,6 @@ def _screen(state):
     if plans := {i: pieces for i in others if not kept[i] and runs[i].bounds.size < 8 * runs[i].n_starts
                  and (pieces := runs[i].search_more())}:
         return {**halves, **plans}
-    if len(live) > 1 and running.sum() == 1 and not runs[best].rounds:  # decided by the brackets alone
-        runs[best].stop_reason = "it leads by its bracket alone: every other rank is out"
-        return {}
     if any(runs[i].rounds for i in live):  # every other round at once; then the best's second ladder checks its first
         plans = {**halves, **{i: runs[i].plan(None) for i in pending}} or {best: runs[best].second_ladder()}
         return {i: pieces for i, pieces in plans.items() if pieces}
