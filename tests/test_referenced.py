@@ -62,6 +62,29 @@ def test_cp_log_likelihood_matches_numpy(shape, as_sparse):
     np.testing.assert_allclose(grad2, grad, rtol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(40, 30), (5, 4, 3)])
+@pytest.mark.parametrize("kappa", [0.0, 1.0, 2.5])
+def test_single_precision_gradient_is_the_double_within_its_rounding(shape, kappa):
+    """A trajectory's gradient in single precision: the double's within single rounding on a dense matrix, the
+    double itself elsewhere (a tensor's passes have no single-precision path)."""
+    rng = np.random.default_rng(1)
+    R = 6
+    F, offsets = stacked_factors(rng, shape, R)
+    X = rng.poisson(naive_intensity(F, offsets, shape)) + (0.0 if kappa == 0.0 else 0.5)
+    data = CPData.from_array(X, kappa)
+    dense2, Xd, coords, vals, _, _, floor = data.pass_args()
+    grads = [np.empty_like(F) for _ in range(2)]
+    sums = np.empty((len(shape), R))
+    for grad, single in zip(grads, (False, True)):
+        log_likelihood(dense2, Xd, coords, vals, F, offsets, kappa, floor, data.constant, grad, sums, False, single)
+    if dense2:
+        scale = np.abs(grads[0]).max()
+        np.testing.assert_allclose(grads[1], grads[0], rtol=0, atol=1e-5 * scale)
+        assert not np.array_equal(grads[1], grads[0])
+    else:
+        np.testing.assert_array_equal(grads[1], grads[0])
+
+
 @pytest.mark.parametrize("shape", [(9, 7), (6, 5, 4)])
 @pytest.mark.parametrize("kappa", [0.0, 1.0, 2.5])
 def test_unrolled_entries_passes_are_the_general_loop(shape, kappa):
@@ -389,7 +412,7 @@ def test_referenced_ladder_matches_numpy(shape, R, as_sparse):
                 n_grad = run_referenced_ladder(
                     *data.pass_args(), data.constant, alpha, beta, rates, inv_mass, temperatures, levels, chained,
                     pl, sl, n_burnin, n_keep, 3, seed, seed_streams(np.random.SeedSequence(seed), 1)[0], U, accept,
-                    ts, False)
+                    ts, False, False)
                 kernel = (pl, sl)
             else:
                 n_grad = naive_referenced_ladder(X, offsets, alpha, beta, rates, inv_mass, sym_perms, temperatures,
@@ -421,7 +444,7 @@ def test_referenced_ladder_refuses_a_reference_that_is_not_finite():
                               temperatures, np.arange(temperatures.size),
                               True, phi, np.full(temperatures.size, 0.1), 2, 4, 2, 0, np.ones(4, dtype=np.uint64),
                               np.zeros((5, 4)),
-                              np.zeros(5), np.zeros((5, 1)), False)
+                              np.zeros(5), np.zeros((5, 1)), False, False)
 
 
 def test_simpson_and_ladder():
@@ -501,6 +524,22 @@ def test_rank1_nmf_matches_closed_form(seed):
     exact = rank1_log_evidence(X, 1.0, 1.0)
     assert result.method == "rti" and result.diagnostics["converged"]
     assert abs(result.log_evidence - exact) <= 4 * result.std_error
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_single_precision_trajectories_keep_the_closed_form(seed, monkeypatch):
+    """With every trajectory's inner gradients in single precision (on any size), rank 1 still lies within its
+    error bar of the closed form: the Metropolis step keeps the target exact."""
+    from skevidence.cp import rti
+
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(2 * np.outer(rng.exponential(size=30), rng.exponential(size=20)))
+    double = referenced_ti_log_evidence(X, 1, 1.0, random_state=seed)
+    monkeypatch.setattr(rti, "SINGLE_PRECISION_SIZE", 0)
+    result = referenced_ti_log_evidence(X, 1, 1.0, random_state=seed)
+    assert result.log_evidence != double.log_evidence  # other trajectories: the single path ran
+    assert abs(result.log_evidence - rank1_log_evidence(X, 1.0, 1.0)) <= 4 * result.std_error
+    np.testing.assert_allclose(result.diagnostics["acceptance"], double.diagnostics["acceptance"], atol=0.1)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -67,6 +67,13 @@ any ladder runs. Its estimate is then the bracket's midpoint, and its error
 bar the bracket's half-width with the chain's Monte-Carlo error and lag and
 the mode search.
 
+**Single precision inside a trajectory.** On a dense matrix of
+``SINGLE_PRECISION_SIZE`` or more entries times components, the gradients
+between a trajectory's end points are taken in single precision, in half
+the time: any deterministic field keeps the leapfrog map reversible and
+volume-preserving, and the Metropolis step (on the value and end points in
+double precision) keeps the target exact.
+
 **Work in parallel, and continued.** :class:`RankRun` plans one step at a
 time (the reference's starts, the ladders' first round, a lengthening of
 every chain, a finer ladder, more starts) as independent pieces of work:
@@ -115,6 +122,11 @@ __all__ = ["RankRun", "referenced_ti_log_evidence", "run_pieces"]
 #: the numbers must not depend on how many threads run the pieces).
 _CHUNKS = 2
 
+#: The size (entries times components) of a dense matrix from which a trajectory's gradients are taken in single
+#: precision (:func:`~skevidence.cp.kernels.passes.single_dense_pass`): below, the products cost less than the
+#: rest of a leapfrog step.
+SINGLE_PRECISION_SIZE = 2**22
+
 
 def run_pieces(pieces, n_jobs):
     """Run independent pieces of work (callables), ``n_jobs`` at a time on threads, one BLAS thread each.
@@ -138,7 +150,7 @@ def _chains(run, temperatures, levels, chained, phi, steps, n_burnin, n_keep, se
     n_grad = run_referenced_ladder(
         *run.data.pass_args(), run.data.constant, run.alpha, run.beta, run.rates, run.inv_mass, temperatures,
         levels, chained, phi, steps, n_burnin, n_keep, run.n_leapfrog, seed,
-        seed_streams(np.random.SeedSequence(seed), 1)[0], U, accept, theta_sum, True,
+        seed_streams(np.random.SeedSequence(seed), 1)[0], U, accept, theta_sum, True, run.single,
     )
     return n_grad, U, accept
 
@@ -245,6 +257,7 @@ class RankRun:
         if max_time is not None:
             check_positive_real("max_time", max_time)
         self.data, self.n_components = data, n_components
+        self.single = bool(data.dense2) and data.X.size * n_components >= SINGLE_PRECISION_SIZE
         self.rates = reference._row_rates(prior_rates, data.shape)
         self.prior_rates = prior_rates
         self.settings = dict(n_temperatures=n_temperatures, n_burnin=n_burnin, n_keep=n_keep)

@@ -181,14 +181,16 @@ def _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad_phi, lik_grad, sums, alpha,
-           log_norm_q, beta, field, rates, C, with_value):
+           log_norm_q, beta, field, rates, C, with_value, single):
     """Log target, integrand U, log-likelihood and the leapfrog field at ``phi`` (``theta`` and the
     likelihood's gradient ``lik_grad`` are filled).
 
-    Without ``with_value`` only the field is computed (``0, 0, 0`` returned).
+    Without ``with_value`` only the field is computed (``0, 0, 0`` returned), with ``single`` a dense
+    matrix's in single precision.
     """
     exp_into(phi, theta)  # every leapfrog step: vectorised
-    loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums, with_value)
+    loglik = log_likelihood(dense2, X, coords, vals, theta, offsets, kappa, floor, constant, lik_grad, sums, with_value,
+                            single)
     logp, U = _assemble(t, phi, theta, loglik, lik_grad, grad_phi, alpha, log_norm_q, beta, field, rates, C,
                         with_value, True)
     return logp, U, loglik
@@ -442,7 +444,7 @@ def _draw_q(alpha, beta, phi):
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, constant, alpha, beta, rates, inv_mass,
                           temperatures, levels, chained, phi_levels, step_levels, n_burnin, n_keep, n_leapfrog, seed,
-                          stream, U_out, accept_out, theta_sum, scale_moves):
+                          stream, U_out, accept_out, theta_sum, scale_moves, single):
     r"""Run a chain at every temperature ``temperatures[levels[i]]``, in turn.
 
     Each chain starts from ``phi_levels[level]`` with step ``step_levels[level]``
@@ -459,6 +461,12 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
     ``stream`` (a xoshiro state, advanced in place: a momentum is a large
     share of an iteration's draws); the rest come from numba's generator
     seeded with ``seed``.
+
+    With ``single``, a dense matrix's gradients inside a trajectory are in
+    single precision (:func:`~skevidence.cp.kernels.passes.single_dense_pass`):
+    the leapfrog map stays reversible and volume-preserving (its end points'
+    gradients come with the value, in double precision), so the Metropolis
+    step keeps the target exact.
 
     Returns the number of likelihood gradients spent.
     """
@@ -494,12 +502,12 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 _draw_q(alpha, beta, phi)
                 _, U_out[i, it], _ = _state(0.0, dense2, X, coords, vals, offsets, kappa, floor, constant, phi,
                                             theta, grad, lik_grad, sums, alpha, log_norm_q, beta, field, rates, C,
-                                            WITH_VALUE)
+                                            WITH_VALUE, single)
             accept_out[i] = 1.0
             phi_levels[level] = phi
             continue
         logp, U, loglik = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant, phi, theta, grad,
-                                 lik_grad, sums, alpha, log_norm_q, beta, field, rates, C, WITH_VALUE)
+                                 lik_grad, sums, alpha, log_norm_q, beta, field, rates, C, WITH_VALUE, single)
         n_grad += 1
         # Dual averaging (Hoffman & Gelman 2014) of log step during burn-in.
         mu = math.log(10.0 * step)
@@ -534,7 +542,7 @@ def run_referenced_ladder(dense2, X, coords, vals, offsets, kappa, floor, consta
                 last = step_i == n_leapfrog - 1
                 logp_new, U_new, loglik_new = _state(t, dense2, X, coords, vals, offsets, kappa, floor, constant,
                                                      phi_new, theta, grad_new, lik_grad_new, sums, alpha, log_norm_q,
-                                                     beta, field, rates, C, last)
+                                                     beta, field, rates, C, last, single)
                 n_grad += 1
                 if last and not np.isfinite(logp_new):
                     ok = False
