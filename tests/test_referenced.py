@@ -530,12 +530,12 @@ def test_rank1_nmf_matches_closed_form(seed):
 def test_single_precision_trajectories_keep_the_closed_form(seed, monkeypatch):
     """With every trajectory's inner gradients in single precision (on any size), rank 1 still lies within its
     error bar of the closed form: the Metropolis step keeps the target exact."""
-    from skevidence.cp import rti
+    from skevidence.cp import data as cp_data
 
     rng = np.random.default_rng(seed)
     X = rng.poisson(2 * np.outer(rng.exponential(size=30), rng.exponential(size=20)))
     double = referenced_ti_log_evidence(X, 1, 1.0, random_state=seed)
-    monkeypatch.setattr(rti, "SINGLE_PRECISION_SIZE", 0)
+    monkeypatch.setattr(cp_data, "SINGLE_PRECISION_SIZE", 0)
     result = referenced_ti_log_evidence(X, 1, 1.0, random_state=seed)
     assert result.log_evidence != double.log_evidence  # other trajectories: the single path ran
     assert abs(result.log_evidence - rank1_log_evidence(X, 1.0, 1.0)) <= 4 * result.std_error

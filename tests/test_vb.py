@@ -89,7 +89,7 @@ def test_sweeps_match_the_numpy_twin(shape, R, listed, max_iter):
     assert data.dense2 == (not listed)
     dense2, Xd, coords, vals, offs, _, _ = data.pass_args()
     a, b = alpha.copy(), beta.copy()
-    bound, it = vb_sweeps(dense2, Xd, coords, vals, offs, data.constant, rates, a, b, max_iter, 0.0)
+    bound, it = vb_sweeps(dense2, Xd, coords, vals, offs, data.constant, rates, a, b, max_iter, 0.0, False)
     a_twin, b_twin = alpha.copy(), beta.copy()
     bound_twin, it_twin = twin_sweeps(X, offsets, rates, a_twin, b_twin, max_iter, 0.0)
     assert it == it_twin == max_iter
@@ -98,11 +98,30 @@ def test_sweeps_match_the_numpy_twin(shape, R, listed, max_iter):
     np.testing.assert_allclose(b, b_twin, rtol=1e-9)
 
 
+@pytest.mark.parametrize("max_iter", [3, 40])
+def test_single_precision_sweeps_are_the_twin_within_their_rounding(max_iter):
+    """Sweeps whose products between bound checks are in single precision: the twin's q and bound within single
+    precision's rounding, and the bound is the exact bound of the q it is taken at."""
+    X, offsets, rates, alpha, beta = _problem((30, 20), 4, seed=3)
+    data = as_data(X)
+    a, b = alpha.copy(), beta.copy()
+    bound, _ = vb_sweeps(*data.pass_args()[:5], data.constant, rates, a, b, max_iter, 0.0, True)
+    a_twin, b_twin = alpha.copy(), beta.copy()
+    bound_twin, _ = twin_sweeps(X, offsets, rates, a_twin, b_twin, max_iter, 0.0)
+    assert not np.array_equal(a, a_twin)
+    np.testing.assert_allclose(a, a_twin, rtol=1e-4)
+    np.testing.assert_allclose(b, b_twin, rtol=1e-4)
+    assert bound == pytest.approx(bound_twin, rel=1e-6)
+    # The bound at the last sweep's q: the double pass's, as zero more sweeps from it give.
+    again, _ = vb_sweeps(*data.pass_args()[:5], data.constant, rates, a.copy(), b.copy(), 0, 0.0, False)
+    assert bound == pytest.approx(again, rel=1e-12)
+
+
 def test_sweeps_stop_at_rtol_like_the_twin():
     X, offsets, rates, alpha, beta = _problem((12, 10), 2, seed=5)
     data = as_data(X)
     a, b = alpha.copy(), beta.copy()
-    bound, it = vb_sweeps(*data.pass_args()[:5], data.constant, rates, a, b, 1000, 1e-7)
+    bound, it = vb_sweeps(*data.pass_args()[:5], data.constant, rates, a, b, 1000, 1e-7, False)
     bound_twin, it_twin = twin_sweeps(X, offsets, rates, alpha.copy(), beta.copy(), 1000, 1e-7)
     assert 6 < it == it_twin < 1000
     assert bound == pytest.approx(bound_twin, rel=1e-11)

@@ -37,6 +37,12 @@ _LISTED_BELOW = 0.2
 #: dense array's unsorted: sorting the 10^7 entries of a long power spectrogram would take a second).
 _TILE = 4096
 
+#: The size (entries times components) of a dense matrix from which the gradients that need no value (a
+#: trajectory's inner steps, VB's sweeps between bound checks) take their products in single precision
+#: (:func:`~skevidence.cp.kernels.passes.single_dense_pass`): half the time of the double ones at large ranks
+#: (1660 x 257 at rank 512, one thread: 13.7 ms against 26.9); below, they cost less than the rest of a step.
+SINGLE_PRECISION_SIZE = 2**22
+
 
 def block_bounds(n, n_blocks, *, what="items"):
     """Bounds of ``n_blocks`` contiguous, near-equal groups of ``n`` items (the first ``n % n_blocks`` one larger).
@@ -159,6 +165,10 @@ class CPData:
     def dense2(self):
         """Whether the passes take the dense matrix through BLAS."""
         return self.X is not None and len(self.shape) == 2
+
+    def single(self, n_components):
+        """Whether the gradients that need no value take their products in single precision at this rank."""
+        return bool(self.dense2) and self.X.size * n_components >= SINGLE_PRECISION_SIZE
 
     def pass_args(self):
         """The arguments the likelihood passes take: ``(dense2, X, coords, vals, offsets, kappa, floor)``."""

@@ -102,7 +102,8 @@ def vb_fit(data, R, rates, start):
     alpha = np.full((data.offsets[-1], R), 1.0)
     beta = alpha / np.maximum(_mode(data, R, rates, start, 1.0, _VB_MAP_ITER), 1e-12 * np.max(start))
     dense2, X, coords, vals, offsets, _, _ = data.pass_args()
-    bound, _ = vb_sweeps(dense2, X, coords, vals, offsets, data.constant, rates, alpha, beta, _VB_MAX_ITER, _VB_RTOL)
+    bound, _ = vb_sweeps(dense2, X, coords, vals, offsets, data.constant, rates, alpha, beta, _VB_MAX_ITER, _VB_RTOL,
+                         data.single(R))
     return bound, alpha, beta, True
 
 

@@ -68,7 +68,8 @@ bar the bracket's half-width with the chain's Monte-Carlo error and lag and
 the mode search.
 
 **Single precision inside a trajectory.** On a dense matrix of
-``SINGLE_PRECISION_SIZE`` or more entries times components, the gradients
+:data:`~skevidence.cp.data.SINGLE_PRECISION_SIZE` or more entries times
+components, the gradients
 between a trajectory's end points are taken in single precision, in half
 the time: any deterministic field keeps the leapfrog map reversible and
 volume-preserving, and the Metropolis step (on the value and end points in
@@ -121,11 +122,6 @@ __all__ = ["RankRun", "referenced_ti_log_evidence", "run_pieces"]
 #: Every ladder's temperatures are cut into this many runs, each a piece of work of its own (a fixed number:
 #: the numbers must not depend on how many threads run the pieces).
 _CHUNKS = 2
-
-#: The size (entries times components) of a dense matrix from which a trajectory's gradients are taken in single
-#: precision (:func:`~skevidence.cp.kernels.passes.single_dense_pass`): below, the products cost less than the
-#: rest of a leapfrog step.
-SINGLE_PRECISION_SIZE = 2**22
 
 
 def run_pieces(pieces, n_jobs):
@@ -257,7 +253,7 @@ class RankRun:
         if max_time is not None:
             check_positive_real("max_time", max_time)
         self.data, self.n_components = data, n_components
-        self.single = bool(data.dense2) and data.X.size * n_components >= SINGLE_PRECISION_SIZE
+        self.single = data.single(n_components)
         self.rates = reference._row_rates(prior_rates, data.shape)
         self.prior_rates = prior_rates
         self.settings = dict(n_temperatures=n_temperatures, n_burnin=n_burnin, n_keep=n_keep)

@@ -24,7 +24,7 @@ from numba import njit
 
 from ..._config import FASTMATH
 from .fastexp import exp_into
-from .passes import column_sums, entry_pass, other_modes
+from .passes import column_sums, entry_pass, other_modes, single_dense_pass
 
 __all__ = ["BOUND_EVERY", "digamma", "vb_sweeps"]
 
@@ -98,10 +98,13 @@ def _rescale_components(alpha, beta, rates, offsets):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
-def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, max_iter, rtol):
+def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, max_iter, rtol, single):
     """Sweeps of mean-field VB from ``(alpha, beta)``, in place (see the module); returns ``(bound, sweeps)``.
 
     ``constant`` is the data's :math:`\\sum \\log\\Gamma(x + 1)`; ``rates`` every factor row's prior rate.
+    With ``single``, a dense matrix's sweeps between bound checks take their products in single precision
+    (:func:`~skevidence.cp.kernels.passes.single_dense_pass`); the bound is always the double one, the
+    exact bound of the ``q`` it is taken at.
     """
     D, R = alpha.shape
     N = offsets.shape[0] - 1
@@ -120,7 +123,10 @@ def vb_sweeps(dense2, X, coords, vals, offsets, constant, rates, alpha, beta, ma
         G /= beta
         # The bound at the current q (sources at their optimum for it), every BOUND_EVERY sweeps and at the last.
         check = it % BOUND_EVERY == 0 or it == max_iter
-        total = entry_pass(dense2, X, coords, vals, G, offsets, 0.0, 0.0, S, check)
+        if check or not single or not dense2:
+            total = entry_pass(dense2, X, coords, vals, G, offsets, 0.0, 0.0, S, check)
+        else:
+            single_dense_pass(X, G, offsets[1], 0.0, 0.0, S)
         if check:
             bound = total - constant
             means[:, :] = alpha / beta
